@@ -1,0 +1,16 @@
+/// A type whose bytes mean the same on the device as on the host, so it may be copied to a GPU
+/// and passed to a kernel by value or in a slice.
+///
+/// # Safety
+/// Implement it only for types that are `#[repr(C)]` (or primitive), hold no pointers or
+/// references (a host address is meaningless on the device) and no interior mutability, and
+/// for which every bit pattern the kernel may write is a valid value. `#[derive(DeviceCopy)]`
+/// checks the first and second points field by field.
+pub unsafe trait DeviceCopy: Copy + Send + Sync + 'static {}
+
+macro_rules! device_copy_primitives {
+    ($($t:ty),* $(,)?) => { $(unsafe impl DeviceCopy for $t {})* };
+}
+device_copy_primitives!(u8, u16, u32, u64, u128, usize, i8, i16, i32, i64, i128, isize, f32, f64, bool, ());
+
+unsafe impl<T: DeviceCopy, const N: usize> DeviceCopy for [T; N] {}

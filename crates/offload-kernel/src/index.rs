@@ -1,0 +1,176 @@
+//! Thread and block ids. On nvptx64 they are PTX special registers; on the host the host
+//! backend stores them in a thread-local before running each GPU thread.
+
+/// A 3D extent or position, as in CUDA's `dim3`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[repr(C)]
+pub struct Dim3 {
+    pub x: u32,
+    pub y: u32,
+    pub z: u32,
+}
+
+impl Dim3 {
+    pub const fn new(x: u32, y: u32, z: u32) -> Self {
+        Dim3 { x, y, z }
+    }
+
+    /// Number of points in the extent, `x * y * z`.
+    pub const fn count(self) -> u64 {
+        self.x as u64 * self.y as u64 * self.z as u64
+    }
+
+    /// Row-major linear index of position `self` inside `extent` (x fastest).
+    #[inline(always)]
+    pub fn linear_in(self, extent: Dim3) -> usize {
+        (self.z as usize * extent.y as usize + self.y as usize) * extent.x as usize + self.x as usize
+    }
+}
+
+impl From<u32> for Dim3 {
+    fn from(x: u32) -> Self {
+        Dim3::new(x, 1, 1)
+    }
+}
+
+impl From<(u32, u32)> for Dim3 {
+    fn from((x, y): (u32, u32)) -> Self {
+        Dim3::new(x, y, 1)
+    }
+}
+
+impl From<(u32, u32, u32)> for Dim3 {
+    fn from((x, y, z): (u32, u32, u32)) -> Self {
+        Dim3::new(x, y, z)
+    }
+}
+
+impl From<[u32; 3]> for Dim3 {
+    fn from([x, y, z]: [u32; 3]) -> Self {
+        Dim3::new(x, y, z)
+    }
+}
+
+#[cfg(target_arch = "nvptx64")]
+mod arch {
+    use super::Dim3;
+    use core::arch::nvptx::*;
+
+    #[inline(always)]
+    pub fn thread_idx() -> Dim3 {
+        unsafe { Dim3::new(_thread_idx_x() as u32, _thread_idx_y() as u32, _thread_idx_z() as u32) }
+    }
+    #[inline(always)]
+    pub fn block_idx() -> Dim3 {
+        unsafe { Dim3::new(_block_idx_x() as u32, _block_idx_y() as u32, _block_idx_z() as u32) }
+    }
+    #[inline(always)]
+    pub fn block_dim() -> Dim3 {
+        unsafe { Dim3::new(_block_dim_x() as u32, _block_dim_y() as u32, _block_dim_z() as u32) }
+    }
+    #[inline(always)]
+    pub fn grid_dim() -> Dim3 {
+        unsafe { Dim3::new(_grid_dim_x() as u32, _grid_dim_y() as u32, _grid_dim_z() as u32) }
+    }
+}
+
+#[cfg(not(target_arch = "nvptx64"))]
+mod arch {
+    use super::Dim3;
+    use core::cell::Cell;
+
+    /// Where a host-backend thread is in the grid.
+    #[derive(Clone, Copy, Debug)]
+    pub struct ThreadContext {
+        pub thread_idx: Dim3,
+        pub block_idx: Dim3,
+        pub block_dim: Dim3,
+        pub grid_dim: Dim3,
+    }
+
+    const OUTSIDE: ThreadContext = ThreadContext {
+        thread_idx: Dim3::new(0, 0, 0),
+        block_idx: Dim3::new(0, 0, 0),
+        block_dim: Dim3::new(1, 1, 1),
+        grid_dim: Dim3::new(1, 1, 1),
+    };
+
+    std::thread_local! {
+        static CONTEXT: Cell<ThreadContext> = const { Cell::new(OUTSIDE) };
+    }
+
+    /// Run `f` as the GPU thread described by `ctx` (used by the host backend).
+    pub fn with_thread<R>(ctx: ThreadContext, f: impl FnOnce() -> R) -> R {
+        struct Restore(ThreadContext);
+        impl Drop for Restore {
+            fn drop(&mut self) {
+                CONTEXT.with(|c| c.set(self.0));
+            }
+        }
+        let _restore = Restore(CONTEXT.with(|c| c.replace(ctx)));
+        f()
+    }
+
+    fn get() -> ThreadContext {
+        CONTEXT.with(|c| c.get())
+    }
+
+    pub fn thread_idx() -> Dim3 {
+        get().thread_idx
+    }
+    pub fn block_idx() -> Dim3 {
+        get().block_idx
+    }
+    pub fn block_dim() -> Dim3 {
+        get().block_dim
+    }
+    pub fn grid_dim() -> Dim3 {
+        get().grid_dim
+    }
+}
+
+/// The host backend's handle on the thread context (not for kernels).
+#[cfg(not(target_arch = "nvptx64"))]
+pub mod host_context {
+    pub use super::arch::{with_thread, ThreadContext};
+}
+
+/// This thread's position in its block (`threadIdx`).
+#[inline(always)]
+pub fn thread_idx() -> Dim3 {
+    arch::thread_idx()
+}
+
+/// This block's position in the grid (`blockIdx`).
+#[inline(always)]
+pub fn block_idx() -> Dim3 {
+    arch::block_idx()
+}
+
+/// Threads per block (`blockDim`).
+#[inline(always)]
+pub fn block_dim() -> Dim3 {
+    arch::block_dim()
+}
+
+/// Blocks in the grid (`gridDim`).
+#[inline(always)]
+pub fn grid_dim() -> Dim3 {
+    arch::grid_dim()
+}
+
+/// This thread's linear index in the whole launch: the block's row-major index times the
+/// threads per block, plus the thread's row-major index inside its block. Unique per thread
+/// and dense in `0..global_threads()`.
+#[inline(always)]
+pub fn global_id() -> usize {
+    let block_dim = block_dim();
+    let per_block = block_dim.count() as usize;
+    block_idx().linear_in(grid_dim()) * per_block + thread_idx().linear_in(block_dim)
+}
+
+/// Total number of threads in the launch.
+#[inline(always)]
+pub fn global_threads() -> usize {
+    (grid_dim().count() * block_dim().count()) as usize
+}

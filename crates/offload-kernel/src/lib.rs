@@ -1,0 +1,36 @@
+//! The device-side half of `offload`: what a kernel body can call.
+//!
+//! Everything here compiles for `nvptx64-nvidia-cuda` (reading PTX special registers) and for the
+//! host (reading the thread context that the host backend sets before it runs each GPU thread),
+//! so one kernel body gives the same results on both.
+#![no_std]
+#![cfg_attr(target_arch = "nvptx64", feature(stdarch_nvptx))]
+
+#[cfg(not(target_arch = "nvptx64"))]
+extern crate std;
+
+mod device_copy;
+mod index;
+mod thread_slice;
+
+pub use device_copy::DeviceCopy;
+pub use index::{
+    block_dim, block_idx, global_id, global_threads, grid_dim, thread_idx, Dim3,
+};
+#[cfg(not(target_arch = "nvptx64"))]
+pub use index::host_context;
+pub use thread_slice::{MineIter, ThreadSlice};
+
+/// Rebuild a read-only slice parameter from the (pointer, length) pair of the device ABI.
+///
+/// # Safety
+/// For `len > 0`, `ptr..ptr+len` must be valid, initialised and unchanged for `'a`.
+#[doc(hidden)]
+#[inline(always)]
+pub unsafe fn slice_from_raw<'a, T>(ptr: *const T, len: usize) -> &'a [T] {
+    if len == 0 {
+        &[]
+    } else {
+        core::slice::from_raw_parts(ptr, len)
+    }
+}

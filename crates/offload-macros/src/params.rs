@@ -1,0 +1,58 @@
+//! How each kernel parameter crosses to the device, decided from its written type.
+
+use syn::{Error, FnArg, Ident, Pat, Result, Type};
+
+pub enum Passing {
+    /// Scalar or `DeviceCopy` struct, by value.
+    Value,
+    /// `&[T]`: copied to the device, read-only in the kernel.
+    Slice,
+    /// `&mut [T]`: copied to the device and back; a `ThreadSlice<T>` in the kernel.
+    SliceMut,
+}
+
+pub struct Param {
+    pub name: Ident,
+    pub mutable_binding: bool,
+    /// The type as written, used in the launcher's signature.
+    pub ty: Type,
+    /// `T` of `&[T]` / `&mut [T]`, or the value's own type.
+    pub elem: Type,
+    pub passing: Passing,
+}
+
+pub fn parse(arg: &FnArg) -> Result<Param> {
+    let typed = match arg {
+        FnArg::Typed(t) => t,
+        FnArg::Receiver(r) => return Err(Error::new_spanned(r, "an offload kernel cannot take `self`")),
+    };
+    let (name, mutable_binding) = match &*typed.pat {
+        Pat::Ident(p) if p.by_ref.is_none() && p.subpat.is_none() => (p.ident.clone(), p.mutability.is_some()),
+        other => return Err(Error::new_spanned(other, "offload kernel parameters must be plain names")),
+    };
+    let ty = (*typed.ty).clone();
+    let (elem, passing) = match &ty {
+        Type::Reference(r) => {
+            let elem = match &*r.elem {
+                Type::Slice(s) => (*s.elem).clone(),
+                other => {
+                    return Err(Error::new_spanned(
+                        other,
+                        "offload kernels take references to slices only: use `&[T]` or `&mut [T]` (a single value goes by value)",
+                    ))
+                }
+            };
+            let passing = if r.mutability.is_some() { Passing::SliceMut } else { Passing::Slice };
+            (elem, passing)
+        }
+        Type::Ptr(p) => {
+            return Err(Error::new_spanned(
+                p,
+                "raw pointers cannot be kernel parameters: use `&[T]` or `&mut [T]`, whose data is moved to the device",
+            ))
+        }
+        Type::ImplTrait(t) => return Err(Error::new_spanned(t, "`impl Trait` cannot be a kernel parameter")),
+        _ => (ty.clone(), Passing::Value),
+    };
+    Ok(Param { name, mutable_binding, ty, elem, passing })
+}

@@ -1,0 +1,96 @@
+//! The host CPU backend: runs every GPU thread of the grid as a call of the kernel's host entry,
+//! blocks in parallel on rayon's pool, on the caller's own memory (no copies).
+
+use crate::device::Device;
+use crate::kernel::{Kernel, KernelArg};
+use crate::launch::{Limits, Shape};
+use crate::{Error, Result};
+use offload_kernel::host_context::{with_thread, ThreadContext};
+use offload_kernel::Dim3;
+use rayon::prelude::*;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+pub struct HostBackend {
+    name: String,
+}
+
+impl HostBackend {
+    pub fn new() -> Self {
+        HostBackend { name: format!("host CPU ({} threads)", rayon::current_num_threads()) }
+    }
+
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// CUDA's limits, so that a shape valid on the host is valid on a GPU too.
+    pub fn limits(&self) -> Limits {
+        Limits {
+            max_threads_per_block: 1024,
+            max_block: Dim3::new(1024, 1024, 64),
+            max_grid: Dim3::new(i32::MAX as u32, 65535, 65535),
+        }
+    }
+}
+
+impl Default for HostBackend {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// Arguments shared by the worker threads of one launch.
+struct SharedArgs<'a, 'b>(&'a [KernelArg<'b>]);
+
+// SAFETY: inputs are only read; each `&mut [T]` is reached by the kernel through a ThreadSlice,
+// whose safe API gives every GPU thread (global id) disjoint elements, so the worker threads
+// never touch the same bytes. The `unsafe` ThreadSlice API puts the same duty on the kernel.
+unsafe impl Sync for SharedArgs<'_, '_> {}
+
+impl<'a, 'b> SharedArgs<'a, 'b> {
+    // A method, so that closures capture the Sync wrapper and not its field.
+    fn get(&self) -> &'a [KernelArg<'b>] {
+        self.0
+    }
+}
+
+pub(crate) fn run(kernel: &Kernel, device: &Device, shape: Shape, args: &mut [KernelArg<'_>]) -> Result<()> {
+    let Shape { grid, block } = shape;
+    let shared = SharedArgs(args);
+    let blocks = grid.count();
+    let run_block = |b: u64| {
+        let block_idx = unlinear(b, grid);
+        for t in 0..block.count() {
+            let ctx = ThreadContext { thread_idx: unlinear(t, block), block_idx, block_dim: block, grid_dim: grid };
+            // SAFETY: `shared` holds this kernel's arguments, built by its generated launcher.
+            with_thread(ctx, || unsafe { (kernel.host_thread)(shared.get()) });
+        }
+    };
+    catch_unwind(AssertUnwindSafe(|| (0..blocks).into_par_iter().for_each(run_block))).map_err(|payload| {
+        let message = payload
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| payload.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "panic with a non-string payload".to_string());
+        Error::KernelFailed { kernel: kernel.name, device: device.name().to_string(), message: format!("panicked: {message}") }
+    })
+}
+
+/// Position of row-major index `i` (x fastest) in `extent`.
+fn unlinear(i: u64, extent: Dim3) -> Dim3 {
+    let (x, y) = (extent.x as u64, extent.y as u64);
+    Dim3::new((i % x) as u32, ((i / x) % y) as u32, (i / (x * y)) as u32)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unlinear_inverts_linear_in() {
+        let extent = Dim3::new(5, 3, 2);
+        for i in 0..extent.count() {
+            assert_eq!(unlinear(i, extent).linear_in(extent) as u64, i);
+        }
+    }
+}

@@ -1,0 +1,69 @@
+//! Backend plugins. A GPU backend implements [`Backend`]: memory, copies, and launching an
+//! entry point of a device image; `transfer` drives it for every launch, so a new plugin
+//! (LLVM liboffload, AMD) needs no change elsewhere. The host CPU is the built-in fallback and
+//! runs kernels in place on host memory.
+
+pub mod cuda;
+pub mod host;
+
+use crate::kernel::Kernel;
+use crate::launch::{Limits, Shape};
+use crate::Result;
+
+/// Which plugin runs a device.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum BackendKind {
+    Host,
+    Cuda,
+}
+
+/// An address in a device's memory.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DevicePtr(pub u64);
+
+/// One kernel parameter in the device ABI.
+#[derive(Clone, Copy, Debug)]
+pub enum Param {
+    /// A by-value argument's bytes, living on the host for the duration of the launch call.
+    Value { ptr: *const u8, size: usize },
+    /// A 64-bit word: a device pointer or a slice length.
+    Word(u64),
+}
+
+/// What a GPU plugin provides. All operations are ordered on the device's queue; `synchronize`
+/// waits for them.
+pub trait Backend: Send + Sync + 'static {
+    fn kind(&self) -> BackendKind;
+    fn name(&self) -> &str;
+    /// Index among the devices of this backend, in the vendor's numbering.
+    fn ordinal(&self) -> usize;
+    fn limits(&self) -> Limits;
+
+    /// Device memory for `bytes` (> 0) bytes. `Err(OutOfMemory)` when it does not fit.
+    fn alloc(&self, kernel: &'static str, bytes: usize) -> Result<DevicePtr>;
+
+    /// Release memory from `alloc`, once the queued work that uses it is done.
+    ///
+    /// # Safety
+    /// `ptr` came from this backend's `alloc` and is not used afterwards.
+    unsafe fn free(&self, ptr: DevicePtr);
+
+    /// Copy `bytes` host bytes at `src` to `dst`. The host memory may be reused when it returns.
+    ///
+    /// # Safety
+    /// `src..src+bytes` is readable and `dst` holds at least `bytes` bytes.
+    unsafe fn copy_to_device(&self, dst: DevicePtr, src: *const u8, bytes: usize) -> Result<()>;
+
+    /// Queue a copy of `bytes` device bytes at `src` to host memory at `dst`; complete once
+    /// `synchronize` returns.
+    ///
+    /// # Safety
+    /// `dst..dst+bytes` stays writable and otherwise unused until `synchronize` returns.
+    unsafe fn copy_from_device(&self, dst: *mut u8, src: DevicePtr, bytes: usize) -> Result<()>;
+
+    /// Queue `kernel`'s entry point from its crate's device images with these parameters.
+    fn launch(&self, kernel: &Kernel, shape: Shape, params: &[Param]) -> Result<()>;
+
+    /// Wait for all queued work; a kernel fault surfaces here.
+    fn synchronize(&self) -> Result<()>;
+}

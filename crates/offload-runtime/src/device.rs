@@ -1,0 +1,158 @@
+//! Device discovery and selection.
+//!
+//! `OFFLOAD_BACKEND=host|cuda` forces a backend for the default device; `OFFLOAD_REQUIRE_GPU=1`
+//! turns every fallback to the host into an error.
+
+use crate::backend::{self, host::HostBackend, Backend, BackendKind};
+use crate::kernel::Kernel;
+use crate::launch::Limits;
+use crate::{Error, Result};
+use std::sync::{Arc, OnceLock};
+
+/// A place kernels run: a GPU behind a backend plugin, or the host CPU.
+#[derive(Clone)]
+pub struct Device {
+    inner: DeviceInner,
+}
+
+#[derive(Clone)]
+enum DeviceInner {
+    Host(Arc<HostBackend>),
+    Offload(Arc<dyn Backend>),
+}
+
+impl Device {
+    /// The host CPU, which runs every kernel's host build.
+    pub fn host() -> Device {
+        devices().iter().find(|d| d.kind() == BackendKind::Host).expect("the host device is always listed").clone()
+    }
+
+    pub fn name(&self) -> &str {
+        match &self.inner {
+            DeviceInner::Host(h) => h.name(),
+            DeviceInner::Offload(b) => b.name(),
+        }
+    }
+
+    pub fn kind(&self) -> BackendKind {
+        match &self.inner {
+            DeviceInner::Host(_) => BackendKind::Host,
+            DeviceInner::Offload(b) => b.kind(),
+        }
+    }
+
+    /// Index among the devices of its backend (0 for the host).
+    pub fn ordinal(&self) -> usize {
+        match &self.inner {
+            DeviceInner::Host(_) => 0,
+            DeviceInner::Offload(b) => b.ordinal(),
+        }
+    }
+
+    pub fn is_gpu(&self) -> bool {
+        self.kind() != BackendKind::Host
+    }
+
+    pub(crate) fn limits(&self) -> Limits {
+        match &self.inner {
+            DeviceInner::Host(h) => h.limits(),
+            DeviceInner::Offload(b) => b.limits(),
+        }
+    }
+
+    /// The plugin behind a GPU; `None` for the host.
+    pub(crate) fn offload_backend(&self) -> Option<&dyn Backend> {
+        match &self.inner {
+            DeviceInner::Host(_) => None,
+            DeviceInner::Offload(b) => Some(&**b),
+        }
+    }
+}
+
+impl std::fmt::Debug for Device {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Device({:?}: {})", self.kind(), self.name())
+    }
+}
+
+struct Discovery {
+    devices: Vec<Device>,
+    /// Why no GPU was found, when none was.
+    no_gpu_reason: Option<String>,
+}
+
+fn discovery() -> &'static Discovery {
+    static DISCOVERY: OnceLock<Discovery> = OnceLock::new();
+    DISCOVERY.get_or_init(|| {
+        let mut devices = Vec::new();
+        let mut no_gpu_reason = None;
+        if forced_backend().as_deref() == Some("host") {
+            no_gpu_reason = Some("OFFLOAD_BACKEND=host".to_string());
+        } else {
+            match backend::cuda::discover() {
+                Ok(found) if !found.is_empty() => {
+                    devices.extend(found.into_iter().map(|b| Device { inner: DeviceInner::Offload(b) }))
+                }
+                Ok(_) => no_gpu_reason = Some("the CUDA driver reports no GPU".to_string()),
+                Err(reason) => no_gpu_reason = Some(reason),
+            }
+        }
+        if let Some(reason) = &no_gpu_reason {
+            tracing::info!("offload: no GPU ({reason}); kernels run on the host");
+        }
+        devices.push(Device { inner: DeviceInner::Host(Arc::new(HostBackend::new())) });
+        Discovery { devices, no_gpu_reason }
+    })
+}
+
+/// Every device, GPUs first (in driver order), the host last. Discovered once.
+pub fn devices() -> &'static [Device] {
+    &discovery().devices
+}
+
+fn forced_backend() -> Option<String> {
+    std::env::var("OFFLOAD_BACKEND").ok().map(|s| s.to_ascii_lowercase()).filter(|s| !s.is_empty() && s != "auto")
+}
+
+fn gpu_required() -> bool {
+    std::env::var("OFFLOAD_REQUIRE_GPU").is_ok_and(|v| v == "1")
+}
+
+/// The device launches use when none is named: the first GPU, else the host (or what
+/// `OFFLOAD_BACKEND` forces). With `OFFLOAD_REQUIRE_GPU=1`, the host is an error.
+pub fn default_device() -> Result<Device> {
+    let found = discovery();
+    let first_gpu = found.devices.iter().find(|d| d.is_gpu());
+    let no_gpu = || found.no_gpu_reason.clone().unwrap_or_else(|| "no GPU found".to_string());
+    let device = match forced_backend().as_deref() {
+        None => first_gpu.cloned().unwrap_or_else(Device::host),
+        Some("host") => Device::host(),
+        Some("cuda") => first_gpu.cloned().ok_or_else(|| Error::NoDevice(format!("OFFLOAD_BACKEND=cuda, but {}", no_gpu())))?,
+        Some(other) => {
+            return Err(Error::NoDevice(format!("OFFLOAD_BACKEND={other} is not a backend (use host, cuda or auto)")))
+        }
+    };
+    if gpu_required() && !device.is_gpu() {
+        return Err(Error::NoDevice(format!("OFFLOAD_REQUIRE_GPU=1, but {}", no_gpu())));
+    }
+    Ok(device)
+}
+
+/// The device a launch of `kernel` runs on: the named one, else the default one, falling back to
+/// the host when the default GPU has no image of the kernel (no device toolchain at build time),
+/// unless a GPU was required.
+pub(crate) fn resolve_device(kernel: &Kernel, named: Option<&Device>) -> Result<Device> {
+    if let Some(device) = named {
+        return Ok(device.clone());
+    }
+    let device = default_device()?;
+    if device.is_gpu() && !kernel.images.has_kernel(kernel.name) {
+        let reason = kernel.images.unavailable.unwrap_or("the device images do not hold it");
+        if gpu_required() || forced_backend().is_some() {
+            return Err(Error::NoImage { kernel: kernel.name, device: device.name().to_string(), reason: reason.to_string() });
+        }
+        tracing::warn!("offload: kernel `{}` has no device image ({reason}); running it on the host", kernel.name);
+        return Ok(Device::host());
+    }
+    Ok(device)
+}

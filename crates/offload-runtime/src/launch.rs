@@ -1,0 +1,145 @@
+use crate::device::Device;
+use crate::kernel::KernelArg;
+use crate::{Error, Result};
+use offload_kernel::Dim3;
+
+/// Threads per block when the launch does not say.
+pub const DEFAULT_BLOCK: u32 = 256;
+
+/// How to launch a kernel: on which device, with which grid and block. Anything left unset is
+/// chosen: the default device, blocks of 256 threads, and a grid of one thread per element of the
+/// longest `&mut [T]` argument (else of the longest `&[T]`).
+#[derive(Clone, Copy, Default)]
+pub struct Launch<'d> {
+    pub(crate) device: Option<&'d Device>,
+    grid: Option<Dim3>,
+    block: Option<Dim3>,
+}
+
+/// A launch shape checked against a device's limits.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Shape {
+    pub grid: Dim3,
+    pub block: Dim3,
+}
+
+/// What a device accepts as a launch shape.
+#[derive(Clone, Copy, Debug)]
+pub struct Limits {
+    pub max_threads_per_block: u32,
+    pub max_block: Dim3,
+    pub max_grid: Dim3,
+}
+
+impl<'d> Launch<'d> {
+    /// Everything chosen automatically.
+    pub fn auto() -> Self {
+        Self::default()
+    }
+
+    /// On `device`, shape chosen automatically.
+    pub fn on(device: &'d Device) -> Self {
+        Launch { device: Some(device), ..Self::default() }
+    }
+
+    pub fn device(self, device: &'d Device) -> Self {
+        Launch { device: Some(device), ..self }
+    }
+
+    /// Blocks in the grid (1D, 2D or 3D).
+    pub fn grid(self, grid: impl Into<Dim3>) -> Self {
+        Launch { grid: Some(grid.into()), ..self }
+    }
+
+    /// Threads per block (1D, 2D or 3D).
+    pub fn block(self, block: impl Into<Dim3>) -> Self {
+        Launch { block: Some(block.into()), ..self }
+    }
+
+    /// Fill in the unset parts from the arguments and check the shape against the device.
+    pub(crate) fn resolve(&self, kernel: &'static str, device: &Device, args: &[KernelArg<'_>]) -> Result<Shape> {
+        let invalid = |reason: String| Error::InvalidLaunch { kernel, device: device.name().to_string(), reason };
+        let block = self.block.unwrap_or(Dim3::new(DEFAULT_BLOCK, 1, 1));
+        let grid = match self.grid {
+            Some(grid) => grid,
+            None => {
+                let items = default_items(args) as u64;
+                let per_block = block.count().max(1);
+                let blocks = items.div_ceil(per_block).max(1);
+                let blocks = u32::try_from(blocks)
+                    .map_err(|_| invalid(format!("{items} elements need {blocks} blocks of {per_block}: too many")))?;
+                Dim3::new(blocks, 1, 1)
+            }
+        };
+        check_shape(Shape { grid, block }, &device.limits()).map_err(invalid)?;
+        Ok(Shape { grid, block })
+    }
+}
+
+/// The element count the default grid covers.
+fn default_items(args: &[KernelArg<'_>]) -> usize {
+    let longest = |mutable: bool| {
+        args.iter()
+            .filter(|a| matches!(a.data, crate::kernel::ArgData::SliceMut { .. }) == mutable)
+            .filter_map(|a| a.data.slice_len())
+            .max()
+    };
+    longest(true).or_else(|| longest(false)).unwrap_or(1)
+}
+
+fn check_shape(shape: Shape, limits: &Limits) -> std::result::Result<(), String> {
+    let Shape { grid, block } = shape;
+    for (what, dims, max) in [("grid", grid, limits.max_grid), ("block", block, limits.max_block)] {
+        for (axis, n, m) in [("x", dims.x, max.x), ("y", dims.y, max.y), ("z", dims.z, max.z)] {
+            if n == 0 {
+                return Err(format!("{what}.{axis} is 0"));
+            }
+            if n > m {
+                return Err(format!("{what}.{axis} = {n} exceeds the device limit {m}"));
+            }
+        }
+    }
+    if block.count() > limits.max_threads_per_block as u64 {
+        return Err(format!(
+            "{} threads per block exceeds the device limit {}",
+            block.count(),
+            limits.max_threads_per_block
+        ));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const CUDA_LIKE: Limits = Limits {
+        max_threads_per_block: 1024,
+        max_block: Dim3::new(1024, 1024, 64),
+        max_grid: Dim3::new(i32::MAX as u32, 65535, 65535),
+    };
+
+    #[test]
+    fn rejects_zero_and_oversized_shapes_naming_the_limit() {
+        let ok = Shape { grid: Dim3::new(10, 1, 1), block: Dim3::new(256, 1, 1) };
+        assert!(check_shape(ok, &CUDA_LIKE).is_ok());
+        let zero = Shape { grid: Dim3::new(0, 1, 1), ..ok };
+        assert_eq!(check_shape(zero, &CUDA_LIKE).unwrap_err(), "grid.x is 0");
+        let wide = Shape { block: Dim3::new(2048, 1, 1), ..ok };
+        assert_eq!(check_shape(wide, &CUDA_LIKE).unwrap_err(), "block.x = 2048 exceeds the device limit 1024");
+        let fat = Shape { block: Dim3::new(64, 32, 1), ..ok };
+        assert_eq!(check_shape(fat, &CUDA_LIKE).unwrap_err(), "2048 threads per block exceeds the device limit 1024");
+    }
+
+    #[test]
+    fn default_grid_covers_the_longest_output() {
+        let x = [0f32; 1000];
+        let mut y = [0f32; 300];
+        let args = [KernelArg::slice(&x), KernelArg::slice_mut(&mut y)];
+        assert_eq!(default_items(&args), 300);
+        let args = [KernelArg::slice(&x)];
+        assert_eq!(default_items(&args), 1000);
+        let a = 1.0f32;
+        assert_eq!(default_items(&[KernelArg::value(&a)]), 1);
+    }
+}

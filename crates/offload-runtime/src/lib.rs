@@ -1,0 +1,23 @@
+//! Runtime core of `offload`: device discovery, launch configuration, automatic data movement,
+//! and the backend plugins that run kernels (the CUDA driver, and the host CPU).
+//!
+//! Layering: `kernel::launch` (what the generated launchers call) resolves the device and the
+//! launch shape, then hands the arguments either to the host backend, which runs the kernel's
+//! host entry in place on host memory, or to `transfer`, which moves the data through any
+//! [`backend::Backend`] plugin and launches the device image there.
+
+pub mod backend;
+mod device;
+mod error;
+mod image;
+pub mod kernel;
+mod launch;
+mod report;
+mod transfer;
+
+pub use backend::BackendKind;
+pub use device::{default_device, devices, Device};
+pub use error::{Error, Result};
+pub use image::{DeviceImage, ImageFormat, ImageSet};
+pub use launch::Launch;
+pub use report::{last_launch, LaunchReport};

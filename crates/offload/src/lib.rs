@@ -1,0 +1,80 @@
+//! # offload: GPU offload for ordinary Rust
+//!
+//! Write a kernel as a plain Rust function in a `no_std`-compatible module, mark it
+//! `#[offload::kernel]`, and call it like a function. The build script (`offload-build`) compiles
+//! the module for `nvptx64-nvidia-cuda` inside the ordinary `cargo build`, and the call moves the
+//! data, launches on the best device (a CUDA GPU, else the host CPU) and moves the results back.
+//!
+//! ```ignore
+//! // src/kernels.rs
+//! use offload::prelude::*;
+//!
+//! #[offload::kernel]
+//! pub fn saxpy(a: f32, x: &[f32], y: &mut [f32]) {
+//!     for (i, y) in y.iter_mine() {
+//!         *y += a * x[i];
+//!     }
+//! }
+//!
+//! // src/main.rs
+//! mod kernels;
+//! offload::embed_images!();
+//! fn main() -> offload::Result<()> {
+//!     let x = vec![1.0f32; 1 << 20];
+//!     let mut y = vec![2.0f32; 1 << 20];
+//!     kernels::saxpy(3.0, &x, &mut y)?;   // y is back on the host, all 5.0
+//!     Ok(())
+//! }
+//! ```
+//!
+//! ## The soundness rule for outputs
+//! A `&mut [T]` parameter is seen inside the kernel as a [`ThreadSlice`]: safe code can reach only
+//! the elements the running thread owns ([`ThreadSlice::mine`], [`ThreadSlice::iter_mine`]), so the
+//! threads of one launch never touch the same element and a launch cannot race. Writing anywhere
+//! else is `unsafe` ([`ThreadSlice::at`]) under the contract that no two threads reach one element.
+//! `&[T]` parameters are read-only for every thread; scalars and `#[repr(C)]` structs
+//! ([`DeviceCopy`]) go by value.
+#![cfg_attr(any(target_arch = "nvptx64", target_arch = "amdgpu"), no_std)]
+
+pub use offload_kernel::*;
+pub use offload_macros::{kernel, DeviceCopy};
+
+#[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
+pub use offload_runtime::{
+    default_device, devices, last_launch, BackendKind, Device, DeviceImage, Error, ImageFormat, ImageSet,
+    Launch, LaunchReport, Result,
+};
+
+/// What a kernels module usually imports.
+pub mod prelude {
+    pub use offload_kernel::{
+        block_dim, block_idx, global_id, global_threads, grid_dim, thread_idx, DeviceCopy, Dim3,
+        ThreadSlice,
+    };
+    pub use offload_macros::DeviceCopy;
+}
+
+/// Embed the device images that `offload-build` produced for this crate. Call it once, at the
+/// crate root of every crate that defines kernels (the kernel attribute refers to it).
+#[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
+#[macro_export]
+macro_rules! embed_images {
+    () => {
+        #[doc(hidden)]
+        pub static __OFFLOAD_IMAGES: $crate::ImageSet =
+            include!(concat!(env!("OUT_DIR"), "/offload_images.rs"));
+    };
+}
+
+/// Items the generated code uses on the host; not a stable API.
+#[doc(hidden)]
+#[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
+pub mod __private {
+    pub use offload_runtime::kernel::{launch, Kernel, KernelArg};
+}
+
+/// Items the generated device entries use; not a stable API.
+#[doc(hidden)]
+pub mod __device {
+    pub use offload_kernel::slice_from_raw;
+}

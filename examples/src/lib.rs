@@ -1,0 +1,7 @@
+//! Kernels shared by the demo and the tests, and their plain-CPU references.
+
+pub mod kernels;
+pub mod reference;
+pub mod reference_bandwidth;
+
+offload::embed_images!();

@@ -1,0 +1,23 @@
+//! Plain CPU loops computing what the kernels compute, to check them against.
+use crate::kernels::Grid2;
+
+pub fn saxpy(a: f32, x: &[f32], y: &mut [f32]) {
+    for (y, x) in y.iter_mut().zip(x) {
+        *y += a * x;
+    }
+}
+
+pub fn stencil5(grid: Grid2, input: &[f32], output: &mut [f32]) {
+    let (w, h) = (grid.width as usize, grid.height as usize);
+    let side = (1.0 - grid.centre) * 0.25;
+    for r in 0..h {
+        for c in 0..w {
+            let i = r * w + c;
+            output[i] = if r == 0 || c == 0 || r + 1 == h || c + 1 == w {
+                input[i]
+            } else {
+                grid.centre * input[i] + side * (input[i - 1] + input[i + 1] + input[i - w] + input[i + w])
+            };
+        }
+    }
+}

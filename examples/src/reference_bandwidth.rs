@@ -1,0 +1,27 @@
+//! The bandwidth ceiling benchmarks compare against: a device-to-device memcpy through the CUDA
+//! driver directly (not through offload), timed with CUDA events.
+
+use offload::{BackendKind, Device};
+
+/// Best of several device-to-device copies of `bytes` bytes, in GB/s counting read plus write;
+/// `None` when `device` is not a CUDA GPU.
+pub fn device_to_device(device: &Device, bytes: usize) -> Result<Option<f64>, Box<dyn std::error::Error>> {
+    if device.kind() != BackendKind::Cuda {
+        return Ok(None);
+    }
+    let ctx = cudarc::driver::CudaContext::new(device.ordinal())?;
+    let stream = ctx.new_stream()?;
+    let src = stream.alloc_zeros::<u8>(bytes)?;
+    let mut dst = stream.alloc_zeros::<u8>(bytes)?;
+    stream.memcpy_dtod(&src, &mut dst)?;
+    let (start, stop) = (ctx.new_event(None)?, ctx.new_event(None)?);
+    let mut best_ms = f32::MAX;
+    for _ in 0..10 {
+        start.record(&stream)?;
+        stream.memcpy_dtod(&src, &mut dst)?;
+        stop.record(&stream)?;
+        stop.synchronize()?;
+        best_ms = best_ms.min(start.elapsed_ms(&stop)?);
+    }
+    Ok(Some(2.0 * bytes as f64 / (best_ms as f64 * 1e-3) / 1e9))
+}
