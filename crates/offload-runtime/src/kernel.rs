@@ -33,7 +33,7 @@ pub(crate) enum ArgData {
     /// `&[T]`: copied to the device before the launch.
     Slice { ptr: *const u8, len: usize, elem_size: usize },
     /// `&mut [T]`: copied to the device before the launch and back after it.
-    SliceMut { ptr: *mut u8, len: usize, elem_size: usize },
+    SliceMut { ptr: *mut u8, len: usize, elem_size: usize, elem_align: usize },
 }
 
 impl ArgData {
@@ -60,10 +60,11 @@ impl<'a> KernelArg<'a> {
             ptr: slice.as_mut_ptr() as *mut u8,
             len: slice.len(),
             elem_size: size_of::<T>(),
+            elem_align: std::mem::align_of::<T>(),
         })
     }
 
-    fn new(data: ArgData) -> Self {
+    pub(crate) fn new(data: ArgData) -> Self {
         KernelArg { data, _borrow: PhantomData }
     }
 

@@ -53,7 +53,7 @@ pub(crate) fn launch_mapped(
                 continue;
             }
             ArgData::Slice { ptr, len, elem_size } => (ptr, len, elem_size, None),
-            ArgData::SliceMut { ptr, len, elem_size } => (ptr as *const u8, len, elem_size, Some(ptr)),
+            ArgData::SliceMut { ptr, len, elem_size, .. } => (ptr as *const u8, len, elem_size, Some(ptr)),
         };
         let bytes = len * elem_size;
         let device_ptr = if bytes == 0 {

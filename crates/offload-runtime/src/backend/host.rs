@@ -1,14 +1,17 @@
 //! The host CPU backend: runs every GPU thread of the grid as a call of the kernel's host entry,
-//! blocks in parallel on rayon's pool, on the caller's own memory (no copies).
+//! blocks in parallel on rayon's pool. Inputs are read in place; outputs are written to a copy
+//! that replaces the caller's slice only when no thread panicked.
 
 use crate::device::Device;
-use crate::kernel::{Kernel, KernelArg};
+use crate::kernel::{ArgData, Kernel, KernelArg};
 use crate::launch::{Limits, Shape};
 use crate::{Error, Result};
 use offload_kernel::host_context::{with_thread, ThreadContext};
 use offload_kernel::Dim3;
 use rayon::prelude::*;
+use std::alloc::{alloc, dealloc, handle_alloc_error, Layout};
 use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::ptr::copy_nonoverlapping;
 
 pub struct HostBackend {
     name: String,
@@ -54,7 +57,60 @@ impl<'a, 'b> SharedArgs<'a, 'b> {
     }
 }
 
+/// A copy of one `&mut [T]` argument that the kernel writes, so that the caller's slice changes
+/// only when the whole launch succeeded, as on a GPU.
+struct Staged {
+    copy: *mut u8,
+    layout: Layout,
+    original: *mut u8,
+}
+
+impl Staged {
+    fn new(original: *mut u8, bytes: usize, align: usize) -> Staged {
+        let layout = Layout::from_size_align(bytes, align).expect("a slice's layout is valid");
+        // SAFETY: bytes > 0 (callers skip empty slices).
+        let copy = unsafe { alloc(layout) };
+        if copy.is_null() {
+            handle_alloc_error(layout);
+        }
+        // SAFETY: both regions hold `bytes` bytes and do not overlap.
+        unsafe { copy_nonoverlapping(original, copy, bytes) };
+        Staged { copy, layout, original }
+    }
+
+    fn commit(&self) {
+        // SAFETY: the original slice is still mutably borrowed by the launch.
+        unsafe { copy_nonoverlapping(self.copy, self.original, self.layout.size()) };
+    }
+}
+
+impl Drop for Staged {
+    fn drop(&mut self) {
+        // SAFETY: allocated in `new` with this layout.
+        unsafe { dealloc(self.copy, self.layout) };
+    }
+}
+
 pub(crate) fn run(kernel: &Kernel, device: &Device, shape: Shape, args: &mut [KernelArg<'_>]) -> Result<()> {
+    let mut staged = Vec::new();
+    let staged_args: Vec<KernelArg<'_>> = args
+        .iter()
+        .map(|arg| match arg.data {
+            ArgData::SliceMut { ptr, len, elem_size, elem_align } if len * elem_size > 0 => {
+                let stage = Staged::new(ptr, len * elem_size, elem_align);
+                let data = ArgData::SliceMut { ptr: stage.copy, len, elem_size, elem_align };
+                staged.push(stage);
+                KernelArg::new(data)
+            }
+            data => KernelArg::new(data),
+        })
+        .collect();
+    run_grid(kernel, device, shape, &staged_args)?;
+    staged.iter().for_each(Staged::commit);
+    Ok(())
+}
+
+fn run_grid(kernel: &Kernel, device: &Device, shape: Shape, args: &[KernelArg<'_>]) -> Result<()> {
     let Shape { grid, block } = shape;
     let shared = SharedArgs(args);
     let blocks = grid.count();

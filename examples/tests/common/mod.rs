@@ -1,0 +1,126 @@
+//! Checks shared by the host-backend and GPU test suites: each runs every example kernel on one
+//! device and compares with plain CPU loops, bit for bit.
+#![allow(dead_code)]
+
+use offload::{Device, Dim3, Error, Launch};
+use offload_examples::kernels::{self, Grid2};
+use offload_examples::reference;
+
+pub const SIZES: [usize; 6] = [0, 1, 255, 256, 257, 1_000_000];
+
+/// Deterministic pseudo-random floats in [-1, 1), different for every seed.
+pub fn floats(n: usize, seed: u64) -> Vec<f32> {
+    let mut state = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    (0..n)
+        .map(|_| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            (state >> 40) as f32 / (1u64 << 23) as f32 - 1.0
+        })
+        .collect()
+}
+
+pub fn ints(n: usize, seed: u64) -> Vec<i64> {
+    floats(n, seed).iter().map(|f| (f * 9.0e18) as i64).collect()
+}
+
+fn same_bits(got: &[f32], expected: &[f32]) -> bool {
+    got.len() == expected.len() && got.iter().zip(expected).all(|(g, e)| g.to_bits() == e.to_bits())
+}
+
+pub fn saxpy_matches_cpu(device: &Device) {
+    for n in SIZES {
+        let x = floats(n, 1);
+        let y0 = floats(n, 2);
+        let mut expected = y0.clone();
+        reference::saxpy(-1.75, &x, &mut expected);
+        let mut y = y0.clone();
+        kernels::saxpy::launch(Launch::on(device), -1.75, &x, &mut y).unwrap();
+        assert!(same_bits(&y, &expected), "saxpy n={n} on {}", device.name());
+    }
+}
+
+pub fn stencil_matches_cpu(device: &Device) {
+    for (width, height) in [(1, 1), (3, 3), (17, 5), (256, 257), (1000, 1000)] {
+        let grid = Grid2 { width, height, centre: 0.4 };
+        let n = (width * height) as usize;
+        let input = floats(n, 3);
+        let mut expected = vec![0.0; n];
+        reference::stencil5(grid, &input, &mut expected);
+        let mut output = vec![f32::NAN; n];
+        kernels::stencil5::launch(Launch::on(device), grid, &input, &mut output).unwrap();
+        assert!(same_bits(&output, &expected), "stencil {width}x{height} on {}", device.name());
+    }
+}
+
+pub fn integer_kernel_with_two_outputs_matches_cpu(device: &Device) {
+    for n in SIZES {
+        for negate in [false, true] {
+            let (a, b) = (ints(n, 4), ints(n, 5));
+            let (mut sum, mut diff) = (vec![7i64; n], vec![7i64; n]);
+            kernels::add_sub::launch(Launch::on(device), negate, &a, &b, &mut sum, &mut diff).unwrap();
+            for i in 0..n {
+                let bi = if negate { b[i].wrapping_neg() } else { b[i] };
+                assert_eq!(sum[i], a[i].wrapping_add(bi), "sum[{i}] n={n} on {}", device.name());
+                assert_eq!(diff[i], a[i].wrapping_sub(bi), "diff[{i}] n={n} on {}", device.name());
+            }
+        }
+    }
+}
+
+/// Any grid covers the whole output through the grid-stride view, whatever its shape.
+pub fn every_launch_shape_covers_every_element(device: &Device) {
+    let n = 10_007;
+    let x = floats(n, 6);
+    let mut expected = floats(n, 7);
+    let mut y = expected.clone();
+    reference::saxpy(0.5, &x, &mut expected);
+    let shapes: [(Dim3, Dim3); 5] = [
+        (Dim3::new(1, 1, 1), Dim3::new(1, 1, 1)),
+        (Dim3::new(3, 1, 1), Dim3::new(64, 1, 1)),
+        (Dim3::new(2, 3, 1), Dim3::new(8, 4, 2)),
+        (Dim3::new(2, 2, 2), Dim3::new(32, 2, 1)),
+        (Dim3::new(100, 1, 1), Dim3::new(1024, 1, 1)),
+    ];
+    for (grid, block) in shapes {
+        let mut run = y.clone();
+        kernels::saxpy::launch(Launch::on(device).grid(grid).block(block), 0.5, &x, &mut run).unwrap();
+        assert!(same_bits(&run, &expected), "grid {grid:?} block {block:?} on {}", device.name());
+    }
+    y.clear();
+}
+
+/// Global ids are dense and unique in 3D launches, and agree with the thread count.
+pub fn global_ids_are_dense_and_unique(device: &Device) {
+    let (grid, block) = (Dim3::new(3, 2, 2), Dim3::new(4, 3, 2));
+    let threads = (grid.count() * block.count()) as usize;
+    let mut ids = vec![u32::MAX; threads + 5];
+    let mut totals = vec![0u32; threads + 5];
+    kernels::thread_ids::launch(Launch::on(device).grid(grid).block(block), &mut ids, &mut totals).unwrap();
+    for i in 0..threads {
+        assert_eq!(ids[i], i as u32, "element {i} on {}", device.name());
+        assert_eq!(totals[i], threads as u32);
+    }
+    assert!(ids[threads..].iter().all(|&v| v == u32::MAX), "threads past the grid wrote nothing");
+}
+
+/// Invalid shapes are refused before anything runs, with the limit named, and leave data alone.
+pub fn invalid_launches_are_errors_naming_the_limit(device: &Device) {
+    let x = floats(100, 8);
+    let mut y = floats(100, 9);
+    let before = y.clone();
+    let cases: [(Launch<'_>, &str); 4] = [
+        (Launch::on(device).block(2048), "block.x = 2048 exceeds the device limit 1024"),
+        (Launch::on(device).block((64, 32, 1)), "2048 threads per block exceeds the device limit 1024"),
+        (Launch::on(device).grid(0), "grid.x is 0"),
+        (Launch::on(device).block((1, 1, 65)), "block.z = 65 exceeds the device limit 64"),
+    ];
+    for (launch, expected) in cases {
+        match kernels::saxpy::launch(launch, 1.0, &x, &mut y) {
+            Err(Error::InvalidLaunch { kernel: "saxpy", reason, .. }) => assert_eq!(reason, expected),
+            other => panic!("expected InvalidLaunch({expected}), got {other:?}"),
+        }
+        assert!(same_bits(&y, &before));
+    }
+}

@@ -1,0 +1,66 @@
+//! Every example kernel on the first GPU, against plain CPU loops and the host backend.
+//!
+//! Without a GPU (or without device images) each test prints `SKIPPED` and passes; with
+//! `OFFLOAD_REQUIRE_GPU=1` it fails instead.
+
+mod common;
+
+use offload::{BackendKind, Device, Launch};
+use offload_examples::kernels;
+use std::io::Write;
+
+/// The first CUDA device, or `None` (after saying why) when the test must be skipped.
+fn gpu(test: &str) -> Option<Device> {
+    let reason = match offload::devices().iter().find(|d| d.kind() == BackendKind::Cuda) {
+        Some(_) if offload_examples::__OFFLOAD_IMAGES.images.is_empty() => format!(
+            "no device images were built ({})",
+            offload_examples::__OFFLOAD_IMAGES.unavailable.unwrap_or("unknown reason")
+        ),
+        Some(device) => return Some(device.clone()),
+        None => "no CUDA GPU".to_string(),
+    };
+    if std::env::var("OFFLOAD_REQUIRE_GPU").is_ok_and(|v| v == "1") {
+        panic!("{test}: OFFLOAD_REQUIRE_GPU=1 but {reason}");
+    }
+    // Straight to stderr: libtest captures eprintln!, and a skip must be visible.
+    let _ = writeln!(std::io::stderr(), "SKIPPED {test}: {reason}");
+    None
+}
+
+macro_rules! gpu_test {
+    ($name:ident) => {
+        #[test]
+        fn $name() {
+            if let Some(device) = gpu(stringify!($name)) {
+                common::$name(&device);
+            }
+        }
+    };
+}
+
+gpu_test!(saxpy_matches_cpu);
+gpu_test!(stencil_matches_cpu);
+gpu_test!(integer_kernel_with_two_outputs_matches_cpu);
+gpu_test!(every_launch_shape_covers_every_element);
+gpu_test!(global_ids_are_dense_and_unique);
+gpu_test!(invalid_launches_are_errors_naming_the_limit);
+
+#[test]
+fn default_device_is_the_gpu_and_data_moves_both_ways() {
+    let Some(gpu) = gpu("default_device_is_the_gpu_and_data_moves_both_ways") else { return };
+    assert_eq!(offload::default_device().unwrap().name(), gpu.name());
+    let x = common::floats(4096, 10);
+    let mut y = common::floats(4096, 11);
+    let mut on_host = y.clone();
+    kernels::saxpy(3.0, &x, &mut y).unwrap();
+    let report = offload::last_launch().unwrap();
+    assert_eq!(report.device, gpu.name());
+    assert_eq!(report.bytes_to_device, 2 * 4096 * 4, "x and y go to the device");
+    assert_eq!(report.bytes_from_device, 4096 * 4, "only y comes back");
+    kernels::saxpy::launch(Launch::on(&Device::host()), 3.0, &x, &mut on_host).unwrap();
+    assert_eq!(
+        y.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
+        on_host.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
+        "GPU and host backend agree bit for bit"
+    );
+}
