@@ -14,7 +14,8 @@ pub fn device_to_device(device: &Device, bytes: usize) -> Result<Option<f64>, Bo
     let src = stream.alloc_zeros::<u8>(bytes)?;
     let mut dst = stream.alloc_zeros::<u8>(bytes)?;
     stream.memcpy_dtod(&src, &mut dst)?;
-    let (start, stop) = (ctx.new_event(None)?, ctx.new_event(None)?);
+    let timing = Some(cudarc::driver::sys::CUevent_flags::CU_EVENT_DEFAULT);
+    let (start, stop) = (ctx.new_event(timing)?, ctx.new_event(timing)?);
     let mut best_ms = f32::MAX;
     for _ in 0..10 {
         start.record(&stream)?;

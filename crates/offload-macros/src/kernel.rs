@@ -24,7 +24,6 @@ pub fn expand(attr: TokenStream, item: TokenStream) -> Result<TokenStream> {
 
     let name = &func.sig.ident;
     let body_fn = format_ident!("__offload_body_{}", name);
-    let device_cfg: TokenStream = DEVICE_CFG.parse().unwrap();
 
     let body = expand_body(&func, &params, &body_fn);
     let device_entry = expand_device_entry(&func, &params, &body_fn);
@@ -33,7 +32,6 @@ pub fn expand(attr: TokenStream, item: TokenStream) -> Result<TokenStream> {
         #body
         #[cfg(target_arch = "nvptx64")]
         #device_entry
-        #[cfg(not(#device_cfg))]
         #host
     })
 }
@@ -159,13 +157,16 @@ fn expand_host(func: &ItemFn, params: &[Param], body_fn: &Ident) -> TokenStream 
     let images = quote! { crate::__OFFLOAD_IMAGES };
     let span = Span::call_site();
     let launch = Ident::new("launch", span);
+    let host_cfg: TokenStream = format!("not({DEVICE_CFG})").parse().unwrap();
     quote! {
+        #[cfg(#host_cfg)]
         #[doc = #doc_launcher]
         #[allow(clippy::too_many_arguments)]
         #vis fn #name(#(#sig_inputs),*) -> ::offload::Result<()> {
             #name::#launch(::offload::Launch::auto(), #(#names),*)
         }
 
+        #[cfg(#host_cfg)]
         #[doc = #doc_module]
         #[allow(non_snake_case)]
         #vis mod #name {

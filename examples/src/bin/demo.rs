@@ -24,6 +24,30 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     saxpy(&device, n)?;
     stencil(&device, n)?;
+    if std::env::var("OFFLOAD_DEMO_SWEEP").is_ok_and(|v| v == "1") {
+        sweep_saxpy_shapes(&device, n)?;
+    }
+    Ok(())
+}
+
+/// Kernel bandwidth of saxpy over several launch shapes (grid-stride makes all of them correct).
+fn sweep_saxpy_shapes(device: &Device, n: usize) -> Result<(), Box<dyn std::error::Error>> {
+    let x = vec![1.0f32; n];
+    let mut y = vec![2.0f32; n];
+    for block in [128u32, 256, 512, 1024] {
+        for blocks_per_item in [1u64, 2, 4, 8, 16] {
+            let grid = (n as u64).div_ceil(block as u64 * blocks_per_item) as u32;
+            let mut best = Duration::MAX;
+            for _ in 0..3 {
+                kernels::saxpy::launch(Launch::on(device).grid(grid).block(block), 1.0, &x, &mut y)?;
+                best = best.min(offload::last_launch().unwrap().kernel_time);
+            }
+            println!(
+                "sweep   block {block:4} elements/thread {blocks_per_item:2} grid {grid:8}: {:.0} GB/s",
+                gbps(3 * n * 4, best)
+            );
+        }
+    }
     Ok(())
 }
 

@@ -1,0 +1,630 @@
+//! The device pass of `offload`, run from the `main` of a crate's `build.rs`:
+//!
+//! ```no_run
+//! offload_build::Kernels::new("src/kernels.rs").build();
+//! ```
+//!
+//! It compiles the kernels module for `nvptx64-nvidia-cuda` with a nested `cargo build`
+//! (`-Zbuild-std=core`), links the bitcode into PTX with LLVM's tools, assembles a cubin when
+//! `ptxas` is around, and writes `$OUT_DIR/offload_images.rs`, which `offload::embed_images!()`
+//! includes. Without a device toolchain it warns once and writes an image set that sends every
+//! launch to the host backend; only a real compile error of the kernels fails the build.
+//!
+//! Environment (each one re-runs the pass when it changes):
+//! - `OFFLOAD_CUDA_ARCH`: comma list of architectures when the build script names none
+//!   (default `sm_90`).
+//! - `OFFLOAD_DISABLE_DEVICE=1`: skip the device pass.
+//! - `OFFLOAD_DEVICE_RUSTC`: the device rustc (needs rust-src); `OFFLOAD_DEVICE_TOOLCHAIN`: the
+//!   rustup toolchain to use instead (default `nightly`, then Debian's `/usr/bin/rustc`).
+//! - `OFFLOAD_LLVM_BIN`: directory with `llvm-link`, `opt` and `llc`.
+//! - `OFFLOAD_PTXAS`: the `ptxas` to use (`none`: no cubins); `OFFLOAD_REQUIRE_CUBIN=1`: fail
+//!   when there is no `ptxas`.
+
+mod child_env;
+mod images;
+mod link_script;
+mod toolchain;
+
+pub use images::{entry_names, render as render_images, ImageFile, ImageKind};
+pub use toolchain::{find_device_toolchain, DeviceToolchain};
+
+use std::env;
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use toolchain::NVPTX_TARGET;
+
+/// Every variable the pass reads, besides what cargo sets.
+const WATCHED_ENV: &[&str] = &[
+    "OFFLOAD_CUDA_ARCH",
+    "OFFLOAD_DISABLE_DEVICE",
+    "OFFLOAD_DEVICE_RUSTC",
+    "OFFLOAD_DEVICE_TOOLCHAIN",
+    "OFFLOAD_LLVM_BIN",
+    "OFFLOAD_PTXAS",
+    "OFFLOAD_REQUIRE_CUBIN",
+];
+
+const INSTALL_HINT: &str = "Install one: apt-get install rustc-web rust-web-src llvm-22 (Debian), \
+                            or rustup toolchain install nightly -c rust-src -c llvm-tools";
+
+/// Package name of the generated device crate; its PTX is named after it.
+const DEVICE_PACKAGE: &str = "offload-device-kernels";
+
+/// Builder for the device pass of one kernels module.
+#[derive(Clone, Debug)]
+pub struct Kernels {
+    path: PathBuf,
+    archs: Vec<String>,
+}
+
+/// What [`Kernels::build`] produced.
+#[derive(Clone, Debug)]
+pub struct Output {
+    /// `$OUT_DIR/offload_images.rs`.
+    pub images_rs: PathBuf,
+    /// The image files, in the order they appear in `offload_images.rs`.
+    pub images: Vec<ImageFile>,
+    /// Kernel entry points found in the PTX.
+    pub kernels: Vec<String>,
+    /// Why there are no device images, when there are none.
+    pub unavailable: Option<String>,
+}
+
+impl Kernels {
+    /// The kernels module, relative to the crate's `CARGO_MANIFEST_DIR`.
+    pub fn new(path: impl AsRef<Path>) -> Self {
+        Kernels {
+            path: path.as_ref().to_path_buf(),
+            archs: Vec::new(),
+        }
+    }
+
+    /// Adds a CUDA architecture (`sm_80`, `sm_90`, `sm_90a`, ...) to build for. Without any,
+    /// `OFFLOAD_CUDA_ARCH` (a comma list) decides, else `sm_90`.
+    pub fn cuda_arch(mut self, arch: &str) -> Self {
+        let arch = checked_arch(arch.trim()).unwrap_or_else(|e| panic!("offload-build: {e}"));
+        if !self.archs.contains(&arch) {
+            self.archs.push(arch);
+        }
+        self
+    }
+
+    fn archs(&self) -> Vec<String> {
+        if !self.archs.is_empty() {
+            return self.archs.clone();
+        }
+        let list = env::var("OFFLOAD_CUDA_ARCH").unwrap_or_default();
+        let mut archs = Vec::new();
+        for a in list.split(',').map(str::trim).filter(|a| !a.is_empty()) {
+            let a =
+                checked_arch(a).unwrap_or_else(|e| panic!("offload-build: OFFLOAD_CUDA_ARCH: {e}"));
+            if !archs.contains(&a) {
+                archs.push(a);
+            }
+        }
+        if archs.is_empty() {
+            archs.push("sm_90".to_string());
+        }
+        archs
+    }
+
+    /// Runs the device pass. Panics only when the kernels fail to compile (or `ptxas` rejects
+    /// them), or when the build script is misconfigured; a missing toolchain is a warning.
+    pub fn build(&self) -> Output {
+        for var in WATCHED_ENV {
+            println!("cargo::rerun-if-env-changed={var}");
+        }
+        let manifest_dir = PathBuf::from(required_env("CARGO_MANIFEST_DIR"));
+        let out_dir = PathBuf::from(required_env("OUT_DIR"));
+        let kernels_file = manifest_dir.join(&self.path);
+        for p in kernel_sources(&kernels_file) {
+            println!("cargo::rerun-if-changed={}", p.display());
+        }
+        if !kernels_file.is_file() {
+            panic!(
+                "offload-build: kernels module {} not found (the path is relative to {})",
+                kernels_file.display(),
+                manifest_dir.display()
+            );
+        }
+        let offload_root = PathBuf::from(env::var_os("DEP_OFFLOAD_ROOT").unwrap_or_else(|| {
+            panic!(
+                "offload-build: DEP_OFFLOAD_ROOT is not set. The crate whose build script runs the \
+                 device pass must depend on `offload` directly in its [dependencies]: offload's \
+                 `links = \"offload\"` is what hands its source path to this build script."
+            )
+        }));
+        for p in offload_sources(&offload_root) {
+            println!("cargo::rerun-if-changed={}", p.display());
+        }
+        let archs = self.archs();
+
+        let toolchain = if flag("OFFLOAD_DISABLE_DEVICE") {
+            Err("disabled by OFFLOAD_DISABLE_DEVICE".to_string())
+        } else {
+            find_device_toolchain()
+        };
+        match toolchain {
+            Ok(tc) => device_pass(
+                &tc,
+                &kernels_file,
+                &offload_root,
+                &manifest_dir,
+                &out_dir,
+                &archs,
+            ),
+            Err(reason) => {
+                println!(
+                    "cargo::warning=offload: no device toolchain ({reason}); kernels will run on \
+                     the host backend. {INSTALL_HINT}"
+                );
+                write_images(&out_dir, Vec::new(), Vec::new(), Some(reason))
+            }
+        }
+    }
+}
+
+fn required_env(name: &str) -> String {
+    env::var(name).unwrap_or_else(|_| {
+        panic!("offload-build: {name} is not set; Kernels::build() must run inside a build script")
+    })
+}
+
+/// True for a set variable other than `0`, `false` or empty.
+fn flag(name: &str) -> bool {
+    env::var(name)
+        .map(|v| !matches!(v.trim(), "" | "0" | "false"))
+        .unwrap_or(false)
+}
+
+/// `sm_<digits>` with an optional letter suffix (`sm_90a`, `sm_100f`): the value goes into flags
+/// and file names, so anything else is refused.
+fn checked_arch(arch: &str) -> Result<String, String> {
+    let ok = arch.strip_prefix("sm_").is_some_and(|rest| {
+        let digits = rest.trim_end_matches(|c: char| c.is_ascii_lowercase());
+        !digits.is_empty()
+            && digits.chars().all(|c| c.is_ascii_digit())
+            && rest.len() - digits.len() <= 1
+    });
+    if ok {
+        Ok(arch.to_string())
+    } else {
+        Err(format!("`{arch}` is not a CUDA architecture like sm_90"))
+    }
+}
+
+/// The kernels file and, for a file with out-of-line submodules, the directory they live in.
+/// Only existing paths: cargo re-runs a build script on every build while a watched path is
+/// missing.
+fn kernel_sources(file: &Path) -> Vec<PathBuf> {
+    let mut paths = vec![file.to_path_buf()];
+    if let Some(dir) = submodule_dir(file) {
+        if dir.is_dir() {
+            paths.push(dir);
+        }
+    }
+    paths
+}
+
+/// Where `mod foo;` inside `file` looks for `foo.rs`.
+fn submodule_dir(file: &Path) -> Option<PathBuf> {
+    let parent = file.parent()?;
+    if file.file_name()? == "mod.rs" {
+        Some(parent.to_path_buf())
+    } else {
+        Some(parent.join(file.file_stem()?))
+    }
+}
+
+/// Source of the `offload` crate and, in offload's own workspace, of the crates it re-exports,
+/// since a change there changes the device code too. (From a registry they never change.)
+fn offload_sources(root: &Path) -> Vec<PathBuf> {
+    let mut dirs = vec![root.to_path_buf()];
+    if let Some(parent) = root.parent() {
+        dirs.push(parent.join("offload-kernel"));
+        dirs.push(parent.join("offload-macros"));
+    }
+    let mut paths = Vec::new();
+    for dir in dirs {
+        for p in [dir.join("Cargo.toml"), dir.join("src")] {
+            if p.exists() {
+                paths.push(p);
+            }
+        }
+    }
+    paths
+}
+
+/// Writes `contents` unless the file already holds exactly that, so unchanged inputs keep their
+/// modification times and cargo's fingerprints stay fresh.
+fn write_if_changed(path: &Path, contents: &[u8]) {
+    if fs::read(path).is_ok_and(|old| old == contents) {
+        return;
+    }
+    fs::write(path, contents)
+        .unwrap_or_else(|e| panic!("offload-build: cannot write {}: {e}", path.display()));
+}
+
+fn utf8(p: &Path) -> &str {
+    p.to_str()
+        .unwrap_or_else(|| panic!("offload-build: path {} is not UTF-8", p.display()))
+}
+
+/// A TOML basic string.
+fn toml_str(s: &str) -> String {
+    format!("\"{}\"", s.replace('\\', "\\\\").replace('"', "\\\""))
+}
+
+fn device_cargo_toml(offload_root: &Path) -> String {
+    format!(
+        "# Generated by offload-build: the kernels module compiled for the GPU.\n\
+         [package]\n\
+         name = \"{DEVICE_PACKAGE}\"\n\
+         version = \"0.0.0\"\n\
+         edition = \"2021\"\n\
+         publish = false\n\
+         \n\
+         [lib]\n\
+         path = \"src/lib.rs\"\n\
+         crate-type = [\"cdylib\"]\n\
+         \n\
+         [dependencies]\n\
+         offload = {{ path = {} }}\n\
+         \n\
+         [profile.release]\n\
+         opt-level = 3\n\
+         lto = \"fat\"\n\
+         panic = \"abort\"\n\
+         codegen-units = 1\n\
+         debug = false\n\
+         \n\
+         # Keeps this crate out of any workspace above OUT_DIR.\n\
+         [workspace]\n",
+        toml_str(utf8(offload_root))
+    )
+}
+
+fn is_identifier(s: &str) -> bool {
+    let mut chars = s.chars();
+    chars
+        .next()
+        .is_some_and(|c| c == '_' || c.is_ascii_alphabetic())
+        && chars.all(|c| c == '_' || c.is_ascii_alphanumeric())
+}
+
+/// How the device crate's root pulls in the kernels file as module `kernels`.
+///
+/// rustc treats a file loaded through `#[path]` like a `mod.rs`: its `mod foo;` would be looked
+/// up next to it, not in `kernels/foo.rs` as in the host build. So a `kernels.rs` with a
+/// `kernels/` directory beside it is declared from an inline module placed at its directory,
+/// which gives the ordinary lookup.
+fn kernels_module(file: &Path) -> String {
+    let stem = file.file_stem().and_then(|s| s.to_str()).unwrap_or("");
+    let needs_dir_lookup = file.file_name().is_some_and(|n| n != "mod.rs")
+        && is_identifier(stem)
+        && submodule_dir(file).is_some_and(|d| d.is_dir());
+    match file.parent() {
+        Some(parent) if needs_dir_lookup => format!(
+            "#[path = {:?}]\nmod __offload_src {{\n    pub mod {stem};\n}}\npub use __offload_src::{stem} as kernels;\n",
+            utf8(parent)
+        ),
+        _ => format!("#[path = {:?}]\npub mod kernels;\n", utf8(file)),
+    }
+}
+
+/// The device crate's root.
+///
+/// The panic handler ends the thread with PTX `exit` rather than `trap`: `trap` aborts the whole
+/// launch and leaves the CUDA context unusable, whereas `exit` stops only the failing thread (a
+/// failed bounds check then leaves its output untouched instead of killing the program).
+fn device_lib_rs(kernels_file: &Path) -> String {
+    format!(
+        "// Generated by offload-build.\n\
+         #![no_std]\n\
+         #![feature(abi_ptx, abi_gpu_kernel, stdarch_nvptx, asm_experimental_arch)]\n\
+         #![allow(dead_code, unused_imports, unknown_lints, unused_features)]\n\
+         \n\
+         {}\
+         \n\
+         #[panic_handler]\n\
+         fn panic(_: &core::panic::PanicInfo) -> ! {{\n\
+         \x20   // End this GPU thread.\n\
+         \x20   unsafe {{ core::arch::asm!(\"exit;\", options(noreturn)) }}\n\
+         }}\n",
+        kernels_module(kernels_file)
+    )
+}
+
+/// The first `Cargo.lock` at or above `dir`: the user's resolution, so the device build uses the
+/// same dependency versions and needs no registry access for them.
+fn outer_lockfile(dir: &Path) -> Option<PathBuf> {
+    dir.ancestors()
+        .map(|d| d.join("Cargo.lock"))
+        .find(|p| p.is_file())
+}
+
+fn device_pass(
+    tc: &DeviceToolchain,
+    kernels_file: &Path,
+    offload_root: &Path,
+    manifest_dir: &Path,
+    out_dir: &Path,
+    archs: &[String],
+) -> Output {
+    // Its own directory, with its own target dir, so the nested cargo never waits on the lock
+    // the outer build holds.
+    let gen = out_dir.join("offload-device");
+    let src = gen.join("src");
+    fs::create_dir_all(&src)
+        .unwrap_or_else(|e| panic!("offload-build: cannot create {}: {e}", src.display()));
+    write_if_changed(
+        &gen.join("Cargo.toml"),
+        device_cargo_toml(offload_root).as_bytes(),
+    );
+    write_if_changed(&src.join("lib.rs"), device_lib_rs(kernels_file).as_bytes());
+    let lock = gen.join("Cargo.lock");
+    if !lock.exists() {
+        if let Some(outer) = outer_lockfile(manifest_dir) {
+            // Only a head start: cargo prunes and extends it as needed.
+            let _ = fs::copy(outer, &lock);
+        }
+    }
+    let linker = gen.join("offload-link");
+    write_if_changed(
+        &linker,
+        link_script::render(&tc.llvm_link, &tc.opt, &tc.llc).as_bytes(),
+    );
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        fs::set_permissions(&linker, fs::Permissions::from_mode(0o755))
+            .unwrap_or_else(|e| panic!("offload-build: cannot chmod {}: {e}", linker.display()));
+    }
+
+    let ptxas = toolchain::find_ptxas();
+    if ptxas.is_none() && flag("OFFLOAD_REQUIRE_CUBIN") {
+        println!("cargo::warning=offload: OFFLOAD_REQUIRE_CUBIN is set but no ptxas was found");
+        panic!(
+            "offload-build: OFFLOAD_REQUIRE_CUBIN is set but no ptxas was found (set OFFLOAD_PTXAS, \
+             put ptxas on PATH, install CUDA in /usr/local/cuda, or pip install nvidia-cuda-nvcc-cu12)"
+        );
+    }
+
+    let images_dir = out_dir.join("offload");
+    fs::create_dir_all(&images_dir)
+        .unwrap_or_else(|e| panic!("offload-build: cannot create {}: {e}", images_dir.display()));
+    let cargo = env::var_os("CARGO").map_or_else(|| PathBuf::from("cargo"), PathBuf::from);
+    let mut images = Vec::new();
+    let mut kernels: Vec<String> = Vec::new();
+    for arch in archs {
+        let built = build_device_crate(tc, &cargo, &gen, &linker, kernels_file, arch);
+        let ptx_bytes = fs::read(&built)
+            .unwrap_or_else(|e| panic!("offload-build: cannot read {}: {e}", built.display()));
+        let ptx = images_dir.join(format!("kernels.{arch}.ptx"));
+        write_if_changed(&ptx, &ptx_bytes);
+        for name in entry_names(&String::from_utf8_lossy(&ptx_bytes)) {
+            if !kernels.contains(&name) {
+                kernels.push(name);
+            }
+        }
+        if let Some(ptxas) = &ptxas {
+            let cubin = images_dir.join(format!("kernels.{arch}.cubin"));
+            assemble(ptxas, arch, &ptx, &cubin);
+            images.push(ImageFile {
+                kind: ImageKind::Cubin,
+                arch: arch.clone(),
+                path: cubin,
+            });
+        }
+        images.push(ImageFile {
+            kind: ImageKind::Ptx,
+            arch: arch.clone(),
+            path: ptx,
+        });
+    }
+    write_images(out_dir, images, kernels, None)
+}
+
+/// Runs the nested `cargo build` for one architecture; returns the PTX it linked.
+fn build_device_crate(
+    tc: &DeviceToolchain,
+    cargo: &Path,
+    gen: &Path,
+    linker: &Path,
+    kernels_file: &Path,
+    arch: &str,
+) -> PathBuf {
+    // One target dir per architecture: the flags differ, and sharing one would rebuild core
+    // each time the architecture alternates.
+    let target_dir = gen.join("target").join(arch);
+    let mut cmd = Command::new(cargo);
+    child_env::scrub(&mut cmd);
+    cmd.current_dir(gen)
+        .args(["build", "--release", "--quiet", "--target", NVPTX_TARGET])
+        .arg("-Zbuild-std=core")
+        .arg("--manifest-path")
+        .arg(gen.join("Cargo.toml"))
+        .arg("--target-dir")
+        .arg(&target_dir)
+        .env("RUSTC", &tc.rustc)
+        // -Zbuild-std and the nvptx features on whatever channel the device rustc is.
+        .env("RUSTC_BOOTSTRAP", "1")
+        .env(
+            "CARGO_ENCODED_RUSTFLAGS",
+            format!("-Ctarget-cpu={arch}\x1f-Clinker={}", utf8(linker)),
+        );
+    let out = cmd
+        .output()
+        .unwrap_or_else(|e| panic!("offload-build: cannot run {}: {e}", cargo.display()));
+    if !out.status.success() {
+        let mut text = String::from_utf8_lossy(&out.stderr).into_owned();
+        text.push_str(&String::from_utf8_lossy(&out.stdout));
+        for line in text.lines().filter(|l| !l.trim().is_empty()) {
+            println!("cargo::warning={line}");
+        }
+        panic!(
+            "offload-build: the kernels module {} failed to build for {arch} (device crate {}, rustc {}, {}):\n{}",
+            kernels_file.display(),
+            gen.display(),
+            tc.rustc.display(),
+            out.status,
+            tail(&text, 60)
+        );
+    }
+    let ptx = target_dir
+        .join(NVPTX_TARGET)
+        .join("release")
+        .join(format!("{}.ptx", DEVICE_PACKAGE.replace('-', "_")));
+    if !ptx.is_file() {
+        panic!(
+            "offload-build: the device build succeeded but {} is missing",
+            ptx.display()
+        );
+    }
+    ptx
+}
+
+fn tail(text: &str, lines: usize) -> String {
+    let all: Vec<&str> = text.lines().collect();
+    all[all.len().saturating_sub(lines)..].join("\n")
+}
+
+/// `ptxas` for one architecture. A rejection is a build failure: shipping PTX that the driver
+/// would reject at run time is worse.
+fn assemble(ptxas: &Path, arch: &str, ptx: &Path, cubin: &Path) {
+    let tmp = cubin.with_extension("cubin.tmp");
+    let out = Command::new(ptxas)
+        .arg(format!("-arch={arch}"))
+        .arg("-O3")
+        .arg(ptx)
+        .arg("-o")
+        .arg(&tmp)
+        .output()
+        .unwrap_or_else(|e| panic!("offload-build: cannot run {}: {e}", ptxas.display()));
+    if !out.status.success() {
+        panic!(
+            "offload-build: {} rejected {} ({}):\n{}{}",
+            ptxas.display(),
+            ptx.display(),
+            out.status,
+            String::from_utf8_lossy(&out.stderr),
+            String::from_utf8_lossy(&out.stdout)
+        );
+    }
+    let bytes = fs::read(&tmp)
+        .unwrap_or_else(|e| panic!("offload-build: cannot read {}: {e}", tmp.display()));
+    write_if_changed(cubin, &bytes);
+    let _ = fs::remove_file(&tmp);
+}
+
+fn write_images(
+    out_dir: &Path,
+    images: Vec<ImageFile>,
+    kernels: Vec<String>,
+    unavailable: Option<String>,
+) -> Output {
+    let text = render_images(&images, &kernels, unavailable.as_deref());
+    let images_rs = out_dir.join("offload_images.rs");
+    write_if_changed(&images_rs, text.as_bytes());
+    let (cubins, ptx): (Vec<_>, Vec<_>) =
+        images.into_iter().partition(|i| i.kind == ImageKind::Cubin);
+    Output {
+        images_rs,
+        images: cubins.into_iter().chain(ptx).collect(),
+        kernels,
+        unavailable,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn arch_names() {
+        for ok in ["sm_90", "sm_80", "sm_90a", "sm_100f", "sm_120"] {
+            assert_eq!(checked_arch(ok).as_deref(), Ok(ok));
+        }
+        for bad in [
+            "",
+            "sm_",
+            "90",
+            "sm_90ab",
+            "compute_90",
+            "sm_9 0",
+            "sm_90;rm",
+            "SM_90",
+        ] {
+            assert!(checked_arch(bad).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn builder_deduplicates() {
+        let k = Kernels::new("src/kernels.rs")
+            .cuda_arch("sm_80")
+            .cuda_arch(" sm_90 ")
+            .cuda_arch("sm_80");
+        assert_eq!(k.archs(), ["sm_80", "sm_90"]);
+    }
+
+    #[test]
+    fn cargo_toml_escapes_path() {
+        let t = device_cargo_toml(Path::new(r#"/a "b"\c"#));
+        assert!(t.contains(r#"offload = { path = "/a \"b\"\\c" }"#), "{t}");
+        assert!(t.contains("crate-type = [\"cdylib\"]"));
+        assert!(t.contains("\n[workspace]\n"));
+        assert!(t.contains("lto = \"fat\""));
+    }
+
+    #[test]
+    fn module_declaration() {
+        let dir = env::temp_dir().join(format!("offload-build-mod-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&dir);
+        fs::create_dir_all(dir.join("nested")).unwrap();
+        let flat = dir.join("kernels.rs");
+        let nested = dir.join("nested.rs");
+        let modrs = dir.join("nested/mod.rs");
+        assert_eq!(
+            kernels_module(&flat),
+            format!("#[path = {:?}]\npub mod kernels;\n", flat.to_str().unwrap())
+        );
+        assert_eq!(
+            kernels_module(&modrs),
+            format!(
+                "#[path = {:?}]\npub mod kernels;\n",
+                modrs.to_str().unwrap()
+            )
+        );
+        assert_eq!(
+            kernels_module(&nested),
+            format!(
+                "#[path = {:?}]\nmod __offload_src {{\n    pub mod nested;\n}}\npub use __offload_src::nested as kernels;\n",
+                dir.to_str().unwrap()
+            )
+        );
+        assert_eq!(
+            kernel_sources(&nested),
+            [nested.clone(), dir.join("nested")]
+        );
+        assert_eq!(kernel_sources(&flat), std::slice::from_ref(&flat));
+        assert_eq!(kernel_sources(&modrs), [modrs.clone(), dir.join("nested")]);
+        fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn lib_rs_shape() {
+        let lib = device_lib_rs(Path::new("/k/kernels.rs"));
+        assert!(lib.starts_with("// Generated by offload-build.\n#![no_std]\n"));
+        assert!(lib.contains("#[path = \"/k/kernels.rs\"]\npub mod kernels;\n"));
+        assert!(lib.contains("#[panic_handler]"));
+    }
+
+    #[test]
+    fn tail_keeps_last_lines() {
+        assert_eq!(tail("a\nb\nc\n", 2), "b\nc");
+        assert_eq!(tail("a", 5), "a");
+    }
+}

@@ -1,0 +1,206 @@
+//! The linker rustc runs at the end of the device build.
+//!
+//! rustc's nvptx64 target links with the `llbc` flavour: it runs `llvm-bitcode-linker`, which
+//! rustup ships only as an optional component and Debian not at all. This sh script accepts the
+//! same arguments and does the same job with `llvm-link`, `opt` and `llc`:
+//!
+//! ```text
+//! --export-symbol NAME ...  <objects> <rlibs>  -L DIR ...  --target nvptx64-nvidia-cuda
+//! --target-cpu sm_90  -o OUT.ptx  -O3  --debug
+//! ```
+//!
+//! Objects and rlib members are LLVM bitcode on this target. After fat LTO only
+//! `compiler_builtins` still arrives as an rlib (it is never part of LTO); `llvm-link` reads
+//! archives itself and `--ignore-non-bitcode` skips their `lib.rmeta` member.
+
+use std::path::Path;
+
+/// Quotes `s` for a POSIX shell.
+fn sh_quote(s: &str) -> String {
+    format!("'{}'", s.replace('\'', r"'\''"))
+}
+
+fn path_str(p: &Path) -> &str {
+    p.to_str()
+        .unwrap_or_else(|| panic!("offload-build: path {} is not UTF-8", p.display()))
+}
+
+/// The script's text, with the tools' absolute paths baked in.
+pub(crate) fn render(llvm_link: &Path, opt: &Path, llc: &Path) -> String {
+    let mut s = String::from("#!/bin/sh\n");
+    s.push_str(
+        "# Written by offload-build (regenerated on each build): stands in for llvm-bitcode-linker as\n\
+         # the nvptx64 linker. Set OFFLOAD_LINK_TRACE=1 to print the arguments rustc passes.\n",
+    );
+    s.push_str("set -eu\n");
+    s.push_str(&format!("LLVM_LINK={}\n", sh_quote(path_str(llvm_link))));
+    s.push_str(&format!("OPT={}\n", sh_quote(path_str(opt))));
+    s.push_str(&format!("LLC={}\n", sh_quote(path_str(llc))));
+    s.push_str(BODY);
+    s
+}
+
+const BODY: &str = r#"
+if [ -n "${OFFLOAD_LINK_TRACE:-}" ]; then
+    printf 'offload-link:' >&2
+    printf ' [%s]' "$@" >&2
+    printf '\n' >&2
+fi
+fail() {
+    echo "offload-link: $*" >&2
+    exit 1
+}
+
+work=$(mktemp -d "${TMPDIR:-/tmp}/offload-link.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+
+# Inputs are linked through numbered symlinks in $work: sh has no arrays, and a glob over them
+# keeps paths with spaces intact and the order rustc gave.
+out=
+cpu=
+features=
+olevel=3
+exports=
+n=1000
+while [ $# -gt 0 ]; do
+    case $1 in
+        --export-symbol) exports="$exports${exports:+,}$2"; shift 2 ;;
+        --export-symbol=*) exports="$exports${exports:+,}${1#*=}"; shift ;;
+        --target) [ "$2" = nvptx64-nvidia-cuda ] || fail "unsupported target $2"; shift 2 ;;
+        --target=*) [ "${1#*=}" = nvptx64-nvidia-cuda ] || fail "unsupported target ${1#*=}"; shift ;;
+        --target-cpu) cpu=$2; shift 2 ;;
+        --target-cpu=*) cpu=${1#*=}; shift ;;
+        --target-feature) features=$2; shift 2 ;;
+        --target-feature=*) features=${1#*=}; shift ;;
+        # Library directories: rustc passes every input as a full path anyway.
+        -L) shift 2 ;;
+        -L*) shift ;;
+        -o) out=$2; shift 2 ;;
+        -O0|-O1|-O2|-O3|-Os|-Oz) olevel=${1#-O}; shift ;;
+        # "Keep debug info": rustc sends it whenever stripping is off; nothing to do.
+        --debug) shift ;;
+        -*) fail "unexpected argument $1" ;;
+        *)
+            n=$((n + 1))
+            case $1 in
+                *.rlib|*.a) ln -s "$1" "$work/lib$n.a" ;;
+                *) ln -s "$1" "$work/obj$n.o" ;;
+            esac
+            shift ;;
+    esac
+done
+[ -n "$out" ] || fail "no -o OUTPUT given"
+
+set -- "$work"/obj*.o
+[ -e "$1" ] || fail "no bitcode objects given"
+"$LLVM_LINK" "$@" -o "$work/main.bc" || fail "llvm-link failed"
+
+# Libraries only contribute what the objects still need (compiler_builtins).
+set -- "$work"/lib*.a
+if [ -e "$1" ]; then
+    "$LLVM_LINK" --ignore-non-bitcode --only-needed "$work/main.bc" "$@" -o "$work/linked.bc" \
+        || fail "llvm-link of libraries failed"
+else
+    mv "$work/main.bc" "$work/linked.bc"
+fi
+
+case $olevel in
+    s|z) llc_olevel=2 ;;
+    *) llc_olevel=$olevel ;;
+esac
+# Everything but the exported kernels becomes internal, so the optimizer can inline and drop it.
+# (opt rejects -O3 next to -passes, hence default<O3> in the pipeline.)
+"$OPT" "--internalize-public-api-list=$exports" "-passes=internalize,default<O$olevel>" \
+    "$work/linked.bc" -o "$work/opt.bc" || fail "opt failed"
+"$LLC" -mtriple=nvptx64-nvidia-cuda ${cpu:+"-mcpu=$cpu"} ${features:+"-mattr=$features"} \
+    "-O$llc_olevel" "$work/opt.bc" -o "$out" || fail "llc failed"
+"#;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn quoting() {
+        assert_eq!(sh_quote("/usr/bin/opt-22"), "'/usr/bin/opt-22'");
+        assert_eq!(sh_quote("/a b/it's"), r"'/a b/it'\''s'");
+    }
+
+    #[test]
+    fn tools_are_baked_in() {
+        let s = render(
+            Path::new("/usr/bin/llvm-link-22"),
+            Path::new("/usr/bin/opt-22"),
+            Path::new("/opt/my llvm/llc"),
+        );
+        assert!(s.starts_with("#!/bin/sh\n"));
+        assert!(s.contains("\nLLVM_LINK='/usr/bin/llvm-link-22'\n"));
+        assert!(s.contains("\nOPT='/usr/bin/opt-22'\n"));
+        assert!(s.contains("\nLLC='/opt/my llvm/llc'\n"));
+    }
+
+    /// Runs the script with stand-in tools that record their arguments, to check the argument
+    /// handling without LLVM.
+    #[cfg(unix)]
+    #[test]
+    fn argument_handling() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = std::env::temp_dir().join(format!("offload-link-test-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let log = dir.join("log");
+        // Each fake tool logs its name and arguments, then creates its `-o` output.
+        let fake = |name: &str| {
+            let p = dir.join(name);
+            let body = format!(
+                "#!/bin/sh\nprintf '{name}' >> {log}\nfor a in \"$@\"; do case $a in {dir}/*) a=\"W/${{a##*/}}\";; esac; printf ' %s' \"$a\" >> {log}; done\necho >> {log}\nwhile [ $# -gt 1 ]; do [ \"$1\" = -o ] && : > \"$2\"; shift; done\n",
+                log = sh_quote(log.to_str().unwrap()),
+                dir = "/tmp/offload-link.*",
+            );
+            std::fs::write(&p, body).unwrap();
+            std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
+            p
+        };
+        let script = dir.join("offload-link");
+        std::fs::write(&script, render(&fake("link"), &fake("opt"), &fake("llc"))).unwrap();
+        std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let obj = dir.join("k.rcgu.o");
+        let rlib = dir.join("libcompiler_builtins-1.rlib");
+        std::fs::write(&obj, b"").unwrap();
+        std::fs::write(&rlib, b"").unwrap();
+        let out = dir.join("k.ptx");
+        let status = std::process::Command::new(&script)
+            .env("TMPDIR", "/tmp")
+            .args(["--export-symbol", "saxpy", "--export-symbol", "stencil"])
+            .arg(&obj)
+            .arg(&rlib)
+            .args(["-L", "/x/raw-dylibs", "--target", "nvptx64-nvidia-cuda"])
+            .args(["--target-cpu", "sm_90", "-L", "/sys/self-contained", "-o"])
+            .arg(&out)
+            .args(["-O3", "--debug"])
+            .status()
+            .unwrap();
+        assert!(status.success());
+        let log = std::fs::read_to_string(&log).unwrap();
+        let lines: Vec<&str> = log.lines().collect();
+        assert_eq!(
+            lines,
+            [
+                "link W/obj1001.o -o W/main.bc",
+                "link --ignore-non-bitcode --only-needed W/main.bc W/lib1002.a -o W/linked.bc",
+                "opt --internalize-public-api-list=saxpy,stencil -passes=internalize,default<O3> W/linked.bc -o W/opt.bc",
+                &format!("llc -mtriple=nvptx64-nvidia-cuda -mcpu=sm_90 -O3 W/opt.bc -o {}", out.display()),
+            ]
+        );
+        // A target the script cannot handle is refused.
+        let status = std::process::Command::new(&script)
+            .arg(&obj)
+            .args(["--target", "amdgcn-amd-amdhsa", "-o"])
+            .arg(&out)
+            .stderr(std::process::Stdio::null())
+            .status()
+            .unwrap();
+        assert!(!status.success());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
