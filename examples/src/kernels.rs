@@ -26,7 +26,8 @@ pub fn stencil5(grid: Grid2, input: &[f32], output: &mut [f32]) {
     let (w, h) = (grid.width as usize, grid.height as usize);
     let side = (1.0 - grid.centre) * 0.25;
     for (i, out) in output.iter_mine() {
-        let (r, c) = (i / w, i % w);
+        // Row and column in 32-bit arithmetic: 64-bit division is emulated, and slow, on GPUs.
+        let (r, c) = ((i as u32 / grid.width) as usize, (i as u32 % grid.width) as usize);
         *out = if r == 0 || c == 0 || r + 1 == h || c + 1 == w {
             input[i]
         } else {
@@ -49,15 +50,14 @@ pub fn add_sub(negate: bool, a: &[i64], b: &[i64], sum: &mut [i64], diff: &mut [
     }
 }
 
-/// Writes each thread's global id and the launch's thread count, one element per thread
-/// (threads past the end do nothing): shows `mine()` and the index API.
+/// Writes, for every element, the global id of the thread that owns it and the launch's thread
+/// count: shows the index API and the grid-stride ownership of `iter_mine`.
 #[offload::kernel]
 pub fn thread_ids(ids: &mut [u32], totals: &mut [u32]) {
-    if let Some((i, id)) = ids.mine() {
+    for (_, id) in ids.iter_mine() {
         *id = global_id() as u32;
-        let _ = i;
     }
-    if let Some((_, t)) = totals.mine() {
+    for (_, t) in totals.iter_mine() {
         *t = global_threads() as u32;
     }
 }

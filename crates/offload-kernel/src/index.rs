@@ -27,6 +27,12 @@ impl Dim3 {
     }
 }
 
+impl core::fmt::Display for Dim3 {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        write!(f, "({}, {}, {})", self.x, self.y, self.z)
+    }
+}
+
 impl From<u32> for Dim3 {
     fn from(x: u32) -> Self {
         Dim3::new(x, 1, 1)

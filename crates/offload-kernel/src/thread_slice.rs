@@ -6,6 +6,10 @@
 //! this thread owns (its global id, and with a grid-stride loop every `global_threads()`-th
 //! element after it), so no two threads of one launch can touch the same element, whatever the
 //! launch shape. Free-form indexed access exists, but is `unsafe`.
+//!
+//! The safe view is a grid-stride loop, so every element is covered exactly once whatever the
+//! grid: a kernel's results never depend on its launch shape, and the runtime is free to choose
+//! the fastest shape.
 
 use crate::index::{global_id, global_threads};
 use core::marker::PhantomData;
@@ -37,19 +41,6 @@ impl<'a, T> ThreadSlice<'a, T> {
     #[inline(always)]
     pub fn is_empty(&self) -> bool {
         self.len == 0
-    }
-
-    /// The element this thread owns, at index [`global_id()`](crate::global_id), with that index;
-    /// `None` for the threads past the end.
-    #[inline(always)]
-    pub fn mine(&mut self) -> Option<(usize, &mut T)> {
-        let i = global_id();
-        if i < self.len {
-            // SAFETY: i is in bounds, and no other thread of this launch has global id i.
-            Some((i, unsafe { &mut *self.ptr.add(i) }))
-        } else {
-            None
-        }
     }
 
     /// Every element this thread owns in a grid-stride loop: indices `global_id()`,

@@ -6,9 +6,16 @@ use offload_kernel::Dim3;
 /// Threads per block when the launch does not say.
 pub const DEFAULT_BLOCK: u32 = 256;
 
+/// Elements each thread handles in a default launch, once the grid fills the device. Measured on
+/// an H200 (saxpy, 2^28 f32, blocks of 256): one element per thread reached 0.71x of a
+/// device-to-device memcpy, eight 0.84x; more gained under 1 %.
+pub const DEFAULT_ELEMENTS_PER_THREAD: u64 = 8;
+
 /// How to launch a kernel: on which device, with which grid and block. Anything left unset is
-/// chosen: the default device, blocks of 256 threads, and a grid of one thread per element of the
-/// longest `&mut [T]` argument (else of the longest `&[T]`).
+/// chosen: the default device, blocks of 256 threads, and a grid sized from the longest
+/// `&mut [T]` argument (else the longest `&[T]`): enough blocks to fill the device, and beyond
+/// that one thread per [`DEFAULT_ELEMENTS_PER_THREAD`] elements. Kernels reach their elements
+/// through grid-stride views, so every shape gives the same results.
 #[derive(Clone, Copy, Default)]
 pub struct Launch<'d> {
     pub(crate) device: Option<&'d Device>,
@@ -29,6 +36,10 @@ pub struct Limits {
     pub max_threads_per_block: u32,
     pub max_block: Dim3,
     pub max_grid: Dim3,
+    /// Streaming multiprocessors (worker threads on the host).
+    pub multiprocessors: u32,
+    /// Threads resident on one multiprocessor at once.
+    pub threads_per_multiprocessor: u32,
 }
 
 impl<'d> Launch<'d> {
@@ -64,16 +75,24 @@ impl<'d> Launch<'d> {
             Some(grid) => grid,
             None => {
                 let items = default_items(args) as u64;
-                let per_block = block.count().max(1);
-                let blocks = items.div_ceil(per_block).max(1);
+                let blocks = default_blocks(items, block.count().max(1), &device.limits());
                 let blocks = u32::try_from(blocks)
-                    .map_err(|_| invalid(format!("{items} elements need {blocks} blocks of {per_block}: too many")))?;
+                    .map_err(|_| invalid(format!("{items} elements need {blocks} blocks: too many")))?;
                 Dim3::new(blocks, 1, 1)
             }
         };
         check_shape(Shape { grid, block }, &device.limits()).map_err(invalid)?;
         Ok(Shape { grid, block })
     }
+}
+
+/// Blocks of a default grid for `items` elements: at least enough to fill the device (without
+/// idle threads), else one thread per `DEFAULT_ELEMENTS_PER_THREAD` elements.
+fn default_blocks(items: u64, per_block: u64, limits: &Limits) -> u64 {
+    let one_per_thread = items.div_ceil(per_block);
+    let resident = limits.multiprocessors as u64 * (limits.threads_per_multiprocessor as u64 / per_block).max(1);
+    let batched = items.div_ceil(per_block * DEFAULT_ELEMENTS_PER_THREAD);
+    batched.max(one_per_thread.min(resident)).max(1)
 }
 
 /// The element count the default grid covers.
@@ -117,6 +136,8 @@ mod tests {
         max_threads_per_block: 1024,
         max_block: Dim3::new(1024, 1024, 64),
         max_grid: Dim3::new(i32::MAX as u32, 65535, 65535),
+        multiprocessors: 132,
+        threads_per_multiprocessor: 2048,
     };
 
     #[test]
@@ -129,6 +150,17 @@ mod tests {
         assert_eq!(check_shape(wide, &CUDA_LIKE).unwrap_err(), "block.x = 2048 exceeds the device limit 1024");
         let fat = Shape { block: Dim3::new(64, 32, 1), ..ok };
         assert_eq!(check_shape(fat, &CUDA_LIKE).unwrap_err(), "2048 threads per block exceeds the device limit 1024");
+    }
+
+    #[test]
+    fn default_grid_fills_the_device_then_batches_elements() {
+        // Small: one thread per element (no idle threads).
+        assert_eq!(default_blocks(1000, 256, &CUDA_LIKE), 4);
+        assert_eq!(default_blocks(0, 256, &CUDA_LIKE), 1);
+        // Medium: the device is filled (132 SMs x 8 blocks) before elements are batched.
+        assert_eq!(default_blocks(1 << 20, 256, &CUDA_LIKE), 1056);
+        // Large: eight elements per thread.
+        assert_eq!(default_blocks(1 << 28, 256, &CUDA_LIKE), (1 << 28) / 2048);
     }
 
     #[test]

@@ -77,7 +77,7 @@ fn saxpy(device: &Device, n: usize) -> Result<(), Box<dyn std::error::Error>> {
     // Bytes the kernel must move: read x and y, write y.
     let bytes = 3 * n * std::mem::size_of::<f32>();
     println!(
-        "saxpy   n = 2^{}: grid {:?} block {:?}; kernel {:.3} ms = {:.0} GB/s; to device {:.1} ms, back {:.1} ms; {}",
+        "saxpy   n = 2^{}: grid {} block {}; kernel {:.3} ms = {:.0} GB/s; to device {:.1} ms, back {:.1} ms; {}",
         n.trailing_zeros(),
         report.grid.unwrap(),
         report.block.unwrap(),

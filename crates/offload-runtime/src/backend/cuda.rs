@@ -64,6 +64,8 @@ impl CudaBackend {
                 attr(Attr::CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y)?,
                 attr(Attr::CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z)?,
             ),
+            multiprocessors: attr(Attr::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)?,
+            threads_per_multiprocessor: attr(Attr::CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR)?,
         };
         let name = format!("{} (CUDA device {ordinal}, sm_{major}{minor})", ctx.name()?);
         Ok(CudaBackend {

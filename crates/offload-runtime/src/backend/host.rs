@@ -32,6 +32,8 @@ impl HostBackend {
             max_threads_per_block: 1024,
             max_block: Dim3::new(1024, 1024, 64),
             max_grid: Dim3::new(i32::MAX as u32, 65535, 65535),
+            multiprocessors: rayon::current_num_threads() as u32,
+            threads_per_multiprocessor: 1024,
         }
     }
 }
