@@ -43,6 +43,21 @@ fn ptx_holds_every_kernel_entry() {
     assert!(ptx.contains(".target sm_90"), "PTX targets sm_90");
 }
 
+/// The panic record survives linking under the names the runtime looks up, and the panic
+/// handler claims it atomically.
+#[test]
+fn ptx_exports_the_panic_record() {
+    let Some(images) = images("ptx_exports_the_panic_record") else { return };
+    let ptx = sm90_ptx(images);
+    let bytes = std::mem::size_of::<offload::panic_record::PanicRecord>();
+    assert!(ptx.contains(&format!(".visible .global .align 4 .b8 OFFLOAD_PANIC_RECORD[{bytes}];")), "PTX exports the record");
+    assert!(ptx.contains(".visible .global .align 8 .b8 OFFLOAD_PANIC_FLAG_PTR[8];"), "PTX exports the flag pointer");
+    assert!(
+        ptx.lines().any(|l| l.contains("atom.") && l.contains(".cas.b32") && l.contains("[OFFLOAD_PANIC_RECORD]")),
+        "the panic handler claims the record with a compare-and-swap"
+    );
+}
+
 #[test]
 fn ptxas_accepts_the_ptx_for_sm_90() {
     let Some(images) = images("ptxas_accepts_the_ptx_for_sm_90") else { return };

@@ -45,6 +45,16 @@ gpu_test!(every_launch_shape_covers_every_element);
 gpu_test!(global_ids_are_dense_and_unique);
 gpu_test!(invalid_launches_are_errors_naming_the_limit);
 
+/// A panicking GPU thread comes back as an error naming where it panicked (the file relative to
+/// the package, as the device pass remaps it) and which thread it was.
+#[test]
+fn kernel_panic_is_an_error_and_outputs_are_untouched() {
+    let Some(gpu) = gpu("kernel_panic_is_an_error_and_outputs_are_untouched") else { return };
+    let message = common::kernel_panic_is_an_error_and_outputs_are_untouched(&gpu);
+    assert!(message.starts_with("panicked at src/kernels.rs:"), "{message}");
+    assert!(message.ends_with(" (block (3, 0, 0), thread (231, 0, 0))"), "{message}");
+}
+
 #[test]
 fn default_device_is_the_gpu_and_data_moves_both_ways() {
     let Some(gpu) = gpu("default_device_is_the_gpu_and_data_moves_both_ways") else { return };

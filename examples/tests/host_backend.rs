@@ -2,61 +2,39 @@
 
 mod common;
 
-use offload::{Device, Error};
+use offload::Device;
 use offload_examples::kernels;
 
 fn host() -> Device {
     Device::host()
 }
 
-#[test]
-fn saxpy_matches_cpu() {
-    common::saxpy_matches_cpu(&host());
+macro_rules! host_test {
+    ($($name:ident),* $(,)?) => {
+        $(
+            #[test]
+            fn $name() {
+                common::$name(&host());
+            }
+        )*
+    };
 }
 
-#[test]
-fn stencil_matches_cpu() {
-    common::stencil_matches_cpu(&host());
-}
+host_test!(
+    saxpy_matches_cpu,
+    stencil_matches_cpu,
+    integer_kernel_with_two_outputs_matches_cpu,
+    every_launch_shape_covers_every_element,
+    global_ids_are_dense_and_unique,
+    invalid_launches_are_errors_naming_the_limit,
+);
 
-#[test]
-fn integer_kernel_with_two_outputs_matches_cpu() {
-    common::integer_kernel_with_two_outputs_matches_cpu(&host());
-}
-
-#[test]
-fn every_launch_shape_covers_every_element() {
-    common::every_launch_shape_covers_every_element(&host());
-}
-
-#[test]
-fn global_ids_are_dense_and_unique() {
-    common::global_ids_are_dense_and_unique(&host());
-}
-
-#[test]
-fn invalid_launches_are_errors_naming_the_limit() {
-    common::invalid_launches_are_errors_naming_the_limit(&host());
-}
-
-/// A kernel that panics (here a bounds check: x is shorter than y) makes the launch an `Err`
-/// naming the kernel and the panic, and leaves the output slice as it was.
+/// A kernel that panics (a bounds check) makes the launch an `Err` carrying the panic message,
+/// and leaves the output slice as it was.
 #[test]
 fn kernel_panic_is_an_error_and_outputs_are_untouched() {
-    let x = vec![1.0f32; 10];
-    let mut y = vec![2.0f32; 1000];
-    let err = kernels::saxpy::launch(offload::Launch::on(&host()), 1.0, &x, &mut y).unwrap_err();
-    match &err {
-        Error::KernelFailed { kernel: "saxpy", message, .. } => {
-            assert!(message.contains("index out of bounds"), "{message}")
-        }
-        other => panic!("expected KernelFailed, got {other:?}"),
-    }
-    assert!(y.iter().all(|&v| v == 2.0), "no element of y changed");
-    // The backend stays usable.
-    let mut y = vec![2.0f32; 10];
-    kernels::saxpy::launch(offload::Launch::on(&host()), 1.0, &x, &mut y).unwrap();
-    assert!(y.iter().all(|&v| v == 3.0));
+    let message = common::kernel_panic_is_an_error_and_outputs_are_untouched(&host());
+    assert!(message.contains("index out of bounds"), "{message}");
 }
 
 #[test]

@@ -60,7 +60,9 @@ out=
 cpu=
 features=
 olevel=3
-exports=
+# The panic record and its host-flag pointer are looked up by name at run time: always keep them,
+# whether or not rustc lists a dependency's #[no_mangle] statics.
+exports=OFFLOAD_PANIC_RECORD,OFFLOAD_PANIC_FLAG_PTR
 n=1000
 while [ $# -gt 0 ]; do
     case $1 in
@@ -108,7 +110,7 @@ case $olevel in
     s|z) llc_olevel=2 ;;
     *) llc_olevel=$olevel ;;
 esac
-# Everything but the exported kernels becomes internal, so the optimizer can inline and drop it.
+# Everything but the exports becomes internal, so the optimizer can inline and drop it.
 # (opt rejects -O3 next to -passes, hence default<O3> in the pipeline.)
 "$OPT" "--internalize-public-api-list=$exports" "-passes=internalize,default<O$olevel>" \
     "$work/linked.bc" -o "$work/opt.bc" || fail "opt failed"
@@ -188,7 +190,7 @@ mod tests {
             [
                 "link W/obj1001.o -o W/main.bc",
                 "link --ignore-non-bitcode --only-needed W/main.bc W/lib1002.a -o W/linked.bc",
-                "opt --internalize-public-api-list=saxpy,stencil -passes=internalize,default<O3> W/linked.bc -o W/opt.bc",
+                "opt --internalize-public-api-list=OFFLOAD_PANIC_RECORD,OFFLOAD_PANIC_FLAG_PTR,saxpy,stencil -passes=internalize,default<O3> W/linked.bc -o W/opt.bc",
                 &format!("llc -mtriple=nvptx64-nvidia-cuda -mcpu=sm_90 -O3 W/opt.bc -o {}", out.display()),
             ]
         );

@@ -4,13 +4,15 @@
 //! host (reading the thread context that the host backend sets before it runs each GPU thread),
 //! so one kernel body gives the same results on both.
 #![no_std]
-#![cfg_attr(target_arch = "nvptx64", feature(stdarch_nvptx))]
+#![cfg_attr(target_arch = "nvptx64", feature(stdarch_nvptx, asm_experimental_arch))]
 
 #[cfg(not(target_arch = "nvptx64"))]
 extern crate std;
 
 mod device_copy;
 mod index;
+#[doc(hidden)]
+pub mod panic_record;
 mod thread_slice;
 
 pub use device_copy::DeviceCopy;

@@ -89,13 +89,11 @@ fn discovery() -> &'static Discovery {
         if forced_backend().as_deref() == Some("host") {
             no_gpu_reason = Some("OFFLOAD_BACKEND=host".to_string());
         } else {
-            match backend::cuda::discover() {
-                Ok(found) if !found.is_empty() => {
-                    devices.extend(found.into_iter().map(|b| Device { inner: DeviceInner::Offload(b) }))
-                }
-                Ok(_) => no_gpu_reason = Some("the CUDA driver reports no GPU".to_string()),
-                Err(reason) => no_gpu_reason = Some(reason),
+            let (found, reasons) = backend::discover_all();
+            if found.is_empty() {
+                no_gpu_reason = Some(reasons.join("; "));
             }
+            devices.extend(found.into_iter().map(|b| Device { inner: DeviceInner::Offload(b) }));
         }
         if let Some(reason) = &no_gpu_reason {
             tracing::info!("offload: no GPU ({reason}); kernels run on the host");

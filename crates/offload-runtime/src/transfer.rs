@@ -73,6 +73,9 @@ pub(crate) fn launch_mapped(
     }
     // Drain the copies first, so that the kernel's time is its own.
     backend.synchronize()?;
+    // Launch to panic check, one launch at a time: otherwise another thread's synchronize could
+    // take this launch's panic (one queue, one panic record per image).
+    let collecting = backend.launch_lock();
     let launched = Instant::now();
     report.time_to_device = launched - start;
     backend.launch(kernel, shape, &params)?;
@@ -85,6 +88,11 @@ pub(crate) fn launch_mapped(
     backend.synchronize().map_err(failed)?;
     let finished = Instant::now();
     report.kernel_time = finished - launched;
+    // A panicking GPU thread just ends, without faulting: its image's panic record tells.
+    if let Some(message) = backend.take_panic(kernel)? {
+        return Err(Error::KernelFailed { kernel: kernel.name, device: backend.name().to_string(), message });
+    }
+    drop(collecting);
     for (host, device, bytes) in copy_back {
         report.bytes_from_device += bytes;
         // SAFETY: the `&mut` host slice is borrowed until this function returns, after the sync

@@ -77,4 +77,6 @@ pub mod __private {
 #[doc(hidden)]
 pub mod __device {
     pub use offload_kernel::slice_from_raw;
+    #[cfg(target_arch = "nvptx64")]
+    pub use offload_kernel::panic_record::record_panic;
 }

@@ -125,3 +125,30 @@ pub fn invalid_launches_are_errors_naming_the_limit(device: &Device) {
         assert!(same_bits(&y, &before));
     }
 }
+
+/// A kernel thread that panics makes the launch an `Err(KernelFailed)` naming the kernel, leaves
+/// the output as it was, and leaves the device usable: a second panic is reported again, and a
+/// correct launch after it succeeds. Only element 999 fails its bounds check (x is one shorter
+/// than y), and the shape gives each thread one element, so one thread panics: block 3, thread
+/// 231. Returns the error message.
+pub fn kernel_panic_is_an_error_and_outputs_are_untouched(device: &Device) -> String {
+    let x = floats(999, 12);
+    let y0 = floats(1000, 13);
+    let shape = || Launch::on(device).grid(4).block(256);
+    let mut messages = Vec::new();
+    for _ in 0..2 {
+        let mut y = y0.clone();
+        match kernels::saxpy::launch(shape(), 1.0, &x, &mut y) {
+            Err(Error::KernelFailed { kernel: "saxpy", message, .. }) => messages.push(message),
+            other => panic!("expected KernelFailed from saxpy on {}, got {other:?}", device.name()),
+        }
+        assert!(same_bits(&y, &y0), "no element of y changed on {}", device.name());
+    }
+    assert_eq!(messages[0], messages[1], "the same panic, reported twice");
+    let mut y = y0[..999].to_vec();
+    let mut expected = y.clone();
+    reference::saxpy(1.0, &x, &mut expected);
+    kernels::saxpy::launch(shape(), 1.0, &x, &mut y).unwrap();
+    assert!(same_bits(&y, &expected), "a correct launch after the panics on {}", device.name());
+    messages.pop().unwrap()
+}

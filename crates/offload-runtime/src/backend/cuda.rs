@@ -8,10 +8,12 @@ use crate::launch::{Limits, Shape};
 use crate::{Error, Result};
 use cudarc::driver::sys::{self, CUdevice_attribute as Attr};
 use cudarc::driver::{result, CudaContext, CudaStream, DriverError};
+use offload_kernel::panic_record::PanicRecord;
 use offload_kernel::Dim3;
 use std::collections::HashMap;
 use std::ffi::{c_void, CString};
-use std::sync::{Arc, Mutex};
+use std::mem::size_of;
+use std::sync::{Arc, Mutex, MutexGuard};
 
 /// Every CUDA device, or why there are none to use.
 pub fn discover() -> std::result::Result<Vec<Arc<dyn Backend>>, String> {
@@ -35,16 +37,35 @@ pub struct CudaBackend {
     limits: Limits,
     /// Loaded modules, keyed by the address of the `ImageSet` they came from.
     modules: Mutex<HashMap<usize, LoadedModule>>,
+    /// See [`Backend::launch_lock`].
+    launches: Mutex<()>,
 }
 
 struct LoadedModule {
     module: sys::CUmodule,
     functions: HashMap<&'static str, sys::CUfunction>,
+    /// Where its kernels report panics; `None` for an image without a panic record.
+    panics: Option<PanicSlot>,
+}
+
+/// An image's `OFFLOAD_PANIC_RECORD` on the device, and the pinned host word that its panic
+/// handler sets once the record is written, so that a launch without a panic costs the host one
+/// memory read instead of a device-to-host copy.
+struct PanicSlot {
+    record: sys::CUdeviceptr,
+    /// Pinned and mapped into the device (`cuMemHostAlloc`); null when the driver would not
+    /// give one: then the record's flag is copied back after every launch instead.
+    host_flag: *mut u32,
 }
 
 // SAFETY: CUmodule and CUfunction are driver handles, valid on any thread of the process; the
-// driver API is thread-safe. The map holding them is behind a Mutex.
+// driver API is thread-safe. The pinned flag is only touched with the map's Mutex held.
 unsafe impl Send for LoadedModule {}
+
+/// Key of the module loaded from a kernel's image set.
+fn module_key(kernel: &Kernel) -> usize {
+    kernel.images as *const _ as usize
+}
 
 impl CudaBackend {
     fn new(ordinal: usize) -> std::result::Result<Self, DriverError> {
@@ -75,6 +96,7 @@ impl CudaBackend {
             compute_capability: (major as u32, minor as u32),
             limits,
             modules: Mutex::new(HashMap::new()),
+            launches: Mutex::new(()),
         })
     }
 
@@ -90,7 +112,7 @@ impl CudaBackend {
     fn function(&self, kernel: &Kernel) -> Result<sys::CUfunction> {
         let no_image = |reason: String| Error::NoImage { kernel: kernel.name, device: self.name.clone(), reason };
         let mut modules = self.modules.lock().unwrap_or_else(|p| p.into_inner());
-        let key = kernel.images as *const _ as usize;
+        let key = module_key(kernel);
         if !modules.contains_key(&key) {
             let (major, minor) = self.compute_capability;
             let image = kernel.images.best_for_cuda(major, minor).ok_or_else(|| {
@@ -102,7 +124,9 @@ impl CudaBackend {
             let module = load_module(image.format, image.bytes)
                 .map_err(|e| no_image(format!("the driver rejected the {:?} image for {}: {e}", image.format, image.target)))?;
             tracing::debug!(device = %self.name, format = ?image.format, target = image.target, "loaded device image");
-            modules.insert(key, LoadedModule { module, functions: HashMap::new() });
+            // Inserted first, so that Drop unloads it even if the panic setup fails.
+            let loaded = modules.entry(key).or_insert(LoadedModule { module, functions: HashMap::new(), panics: None });
+            self.watch_panics(loaded).map_err(self.driver_error("setting up kernel panic reporting"))?;
         }
         let loaded = modules.get_mut(&key).expect("inserted above");
         if let Some(&f) = loaded.functions.get(kernel.name) {
@@ -114,6 +138,53 @@ impl CudaBackend {
             .map_err(|e| no_image(format!("the image has no entry point `{}`: {e}", kernel.name)))?;
         loaded.functions.insert(kernel.name, f);
         Ok(f)
+    }
+
+    /// Finds a freshly loaded image's panic record and points its panic handler at a new pinned
+    /// host flag. An image without the record (built without panic reporting) keeps `None`.
+    fn watch_panics(&self, loaded: &mut LoadedModule) -> std::result::Result<(), DriverError> {
+        let global = |name: &str| {
+            // SAFETY: the module is loaded.
+            unsafe { result::module::get_global(loaded.module, CString::new(name).expect("no NUL")) }.ok()
+        };
+        let Some((record, bytes)) = global("OFFLOAD_PANIC_RECORD") else { return Ok(()) };
+        if bytes != size_of::<PanicRecord>() {
+            tracing::warn!(device = %self.name, bytes, "the image's panic record has an unknown layout: kernel panics go unreported");
+            return Ok(());
+        }
+        let flag_ptr = global("OFFLOAD_PANIC_FLAG_PTR").filter(|&(_, bytes)| bytes == size_of::<u64>());
+        let host_flag = flag_ptr.and_then(|_| {
+            // SAFETY: 4 bytes of pinned host memory, mapped into this (bound) context.
+            unsafe { result::malloc_host(size_of::<u32>(), sys::CU_MEMHOSTALLOC_DEVICEMAP) }
+                .inspect_err(|e| tracing::debug!(device = %self.name, "no mapped pinned memory ({e}): kernel panics are checked by a copy per launch"))
+                .ok()
+        });
+        let Some((host_flag, (flag_ptr, _))) = host_flag.map(|p| p as *mut u32).zip(flag_ptr) else {
+            loaded.panics = Some(PanicSlot { record, host_flag: std::ptr::null_mut() });
+            return Ok(());
+        };
+        // SAFETY: a live, aligned allocation.
+        unsafe { host_flag.write_volatile(0) };
+        // Owned by the module from here on, so that Drop frees it whatever happens below.
+        loaded.panics = Some(PanicSlot { record, host_flag });
+        let mut device_address: sys::CUdeviceptr = 0;
+        // SAFETY: `host_flag` came from cuMemHostAlloc with DEVICEMAP. The copy is stream-ordered
+        // before any launch from this module and waited for, so `device_address` outlives it.
+        unsafe {
+            sys::cuMemHostGetDevicePointer_v2(&mut device_address, host_flag as *mut c_void, 0).result()?;
+            result::memcpy_htod_async(flag_ptr, &[device_address], self.stream.cu_stream())?;
+        }
+        self.stream.synchronize()
+    }
+}
+
+impl PanicSlot {
+    /// Frees the pinned flag (its context bound, the module unloaded).
+    fn release(self) {
+        if !self.host_flag.is_null() {
+            // SAFETY: allocated by cuMemHostAlloc; no launch that could write it is in flight.
+            let _ = unsafe { result::free_host(self.host_flag as *mut c_void) };
+        }
     }
 }
 
@@ -239,6 +310,50 @@ impl Backend for CudaBackend {
         self.bind()?;
         self.stream.synchronize().map_err(self.driver_error("synchronizing"))
     }
+
+    fn take_panic(&self, kernel: &Kernel) -> Result<Option<String>> {
+        let modules = self.modules.lock().unwrap_or_else(|p| p.into_inner());
+        let Some(slot) = modules.get(&module_key(kernel)).and_then(|m| m.panics.as_ref()) else {
+            return Ok(None);
+        };
+        let failed = self.driver_error("reading the kernel's panic record");
+        if slot.host_flag.is_null() {
+            self.bind()?;
+            let mut flag = [0u32];
+            // SAFETY: the record's first word; the launch is complete (`synchronize` returned).
+            unsafe { result::memcpy_dtoh_sync(&mut flag, slot.record) }.map_err(&failed)?;
+            if flag[0] == 0 {
+                return Ok(None);
+            }
+        } else {
+            // The no-panic path: one read of pinned host memory. The launch completed (the
+            // caller synchronized), so any store the device made to it is visible.
+            // SAFETY: the flag lives until the module is unloaded; the Mutex is held.
+            if unsafe { slot.host_flag.read_volatile() } == 0 {
+                return Ok(None);
+            }
+        }
+        self.bind()?;
+        let mut record = PanicRecord::ZERO;
+        let bytes = size_of::<PanicRecord>();
+        // SAFETY: `record` holds `bytes` bytes and any bytes are a valid PanicRecord; the device
+        // record holds `bytes` (checked at load). Zeroing it, stream-ordered before any later
+        // launch, and the flag arms the record for the next launch.
+        unsafe {
+            result::memcpy_dtoh_async(record.as_bytes_mut(), slot.record, self.stream.cu_stream())
+                .and_then(|()| result::memset_d8_async(slot.record, 0, bytes, self.stream.cu_stream()))
+                .and_then(|()| self.stream.synchronize())
+                .map_err(&failed)?;
+            if !slot.host_flag.is_null() {
+                slot.host_flag.write_volatile(0);
+            }
+        }
+        Ok(Some(record.to_string()))
+    }
+
+    fn launch_lock(&self) -> MutexGuard<'_, ()> {
+        self.launches.lock().unwrap_or_else(|p| p.into_inner())
+    }
 }
 
 impl Drop for CudaBackend {
@@ -248,6 +363,9 @@ impl Drop for CudaBackend {
             for (_, loaded) in modules.drain() {
                 // SAFETY: no launch can be in flight: the backend is being dropped.
                 let _ = unsafe { result::module::unload(loaded.module) };
+                if let Some(slot) = loaded.panics {
+                    slot.release();
+                }
             }
         }
     }

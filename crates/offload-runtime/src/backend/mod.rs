@@ -9,6 +9,24 @@ pub mod host;
 use crate::kernel::Kernel;
 use crate::launch::{Limits, Shape};
 use crate::Result;
+use std::sync::{Arc, MutexGuard};
+
+/// The GPU plugins, in the order their devices are listed. A new plugin is one more entry.
+const PLUGINS: &[(&str, fn() -> Result<Vec<Arc<dyn Backend>>, String>)] = &[("CUDA", cuda::discover)];
+
+/// The devices of every plugin, and for each plugin that found none, why.
+pub(crate) fn discover_all() -> (Vec<Arc<dyn Backend>>, Vec<String>) {
+    let mut devices = Vec::new();
+    let mut reasons = Vec::new();
+    for (plugin, discover) in PLUGINS {
+        match discover() {
+            Ok(found) if !found.is_empty() => devices.extend(found),
+            Ok(_) => reasons.push(format!("{plugin}: the driver reports no device")),
+            Err(reason) => reasons.push(format!("{plugin}: {reason}")),
+        }
+    }
+    (devices, reasons)
+}
 
 /// Which plugin runs a device.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -66,4 +84,14 @@ pub trait Backend: Send + Sync + 'static {
 
     /// Wait for all queued work; a kernel fault surfaces here.
     fn synchronize(&self) -> Result<()>;
+
+    /// Once a launch of `kernel` has completed (`synchronize` returned): whether a thread of it
+    /// panicked, as a message naming where. Taking it re-arms the report for the next launch.
+    /// `Ok(None)` also for images that cannot report panics. Called after every launch, so the
+    /// no-panic answer must be cheap.
+    fn take_panic(&self, kernel: &Kernel) -> Result<Option<String>>;
+
+    /// Held by the caller from `launch` until `take_panic` returned, so that when several host
+    /// threads launch on one device, a panic is reported to the launch that caused it.
+    fn launch_lock(&self) -> MutexGuard<'_, ()>;
 }
