@@ -27,11 +27,15 @@ pub fn stencil5(grid: Grid2, input: &[f32], output: &mut [f32]) {
     let side = (1.0 - grid.centre) * 0.25;
     for (i, out) in output.iter_mine() {
         // Row and column in 32-bit arithmetic: 64-bit division is emulated, and slow, on GPUs.
-        let (r, c) = ((i as u32 / grid.width) as usize, (i as u32 % grid.width) as usize);
+        let (r, c) = (
+            (i as u32 / grid.width) as usize,
+            (i as u32 % grid.width) as usize,
+        );
         *out = if r == 0 || c == 0 || r + 1 == h || c + 1 == w {
             input[i]
         } else {
-            grid.centre * input[i] + side * (input[i - 1] + input[i + 1] + input[i - w] + input[i + w])
+            grid.centre * input[i]
+                + side * (input[i - 1] + input[i + 1] + input[i - w] + input[i + w])
         };
     }
 }

@@ -16,7 +16,8 @@ pub fn stencil5(grid: Grid2, input: &[f32], output: &mut [f32]) {
             output[i] = if r == 0 || c == 0 || r + 1 == h || c + 1 == w {
                 input[i]
             } else {
-                grid.centre * input[i] + side * (input[i - 1] + input[i + 1] + input[i - w] + input[i + w])
+                grid.centre * input[i]
+                    + side * (input[i - 1] + input[i + 1] + input[i - w] + input[i + w])
             };
         }
     }

@@ -5,7 +5,10 @@ use offload::{BackendKind, Device};
 
 /// Best of several device-to-device copies of `bytes` bytes, in GB/s counting read plus write;
 /// `None` when `device` is not a CUDA GPU.
-pub fn device_to_device(device: &Device, bytes: usize) -> Result<Option<f64>, Box<dyn std::error::Error>> {
+pub fn device_to_device(
+    device: &Device,
+    bytes: usize,
+) -> Result<Option<f64>, Box<dyn std::error::Error>> {
     if device.kind() != BackendKind::Cuda {
         return Ok(None);
     }

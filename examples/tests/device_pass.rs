@@ -19,7 +19,10 @@ fn images(test: &str) -> Option<&'static ImageSet> {
     if std::env::var("OFFLOAD_REQUIRE_DEVICE_BUILD").is_ok_and(|v| v == "1") {
         panic!("{test}: OFFLOAD_REQUIRE_DEVICE_BUILD=1 but no device images were built: {reason}");
     }
-    let _ = writeln!(std::io::stderr(), "SKIPPED {test}: no device images ({reason})");
+    let _ = writeln!(
+        std::io::stderr(),
+        "SKIPPED {test}: no device images ({reason})"
+    );
     None
 }
 
@@ -34,11 +37,20 @@ fn sm90_ptx(images: &ImageSet) -> &'static str {
 
 #[test]
 fn ptx_holds_every_kernel_entry() {
-    let Some(images) = images("ptx_holds_every_kernel_entry") else { return };
+    let Some(images) = images("ptx_holds_every_kernel_entry") else {
+        return;
+    };
     let ptx = sm90_ptx(images);
     for kernel in KERNELS {
-        assert!(images.kernels.contains(&kernel), "image set lists {kernel}: {:?}", images.kernels);
-        assert!(ptx.contains(&format!(".entry {kernel}(")), "PTX has entry {kernel}");
+        assert!(
+            images.kernels.contains(&kernel),
+            "image set lists {kernel}: {:?}",
+            images.kernels
+        );
+        assert!(
+            ptx.contains(&format!(".entry {kernel}(")),
+            "PTX has entry {kernel}"
+        );
     }
     assert!(ptx.contains(".target sm_90"), "PTX targets sm_90");
 }
@@ -47,24 +59,43 @@ fn ptx_holds_every_kernel_entry() {
 /// handler claims it atomically.
 #[test]
 fn ptx_exports_the_panic_record() {
-    let Some(images) = images("ptx_exports_the_panic_record") else { return };
+    let Some(images) = images("ptx_exports_the_panic_record") else {
+        return;
+    };
     let ptx = sm90_ptx(images);
     let bytes = std::mem::size_of::<offload::panic_record::PanicRecord>();
-    assert!(ptx.contains(&format!(".visible .global .align 4 .b8 OFFLOAD_PANIC_RECORD[{bytes}];")), "PTX exports the record");
-    assert!(ptx.contains(".visible .global .align 8 .b8 OFFLOAD_PANIC_FLAG_PTR[8];"), "PTX exports the flag pointer");
     assert!(
-        ptx.lines().any(|l| l.contains("atom.") && l.contains(".cas.b32") && l.contains("[OFFLOAD_PANIC_RECORD]")),
+        ptx.contains(&format!(
+            ".visible .global .align 4 .b8 OFFLOAD_PANIC_RECORD[{bytes}];"
+        )),
+        "PTX exports the record"
+    );
+    assert!(
+        ptx.contains(".visible .global .align 8 .b8 OFFLOAD_PANIC_FLAG_PTR[8];"),
+        "PTX exports the flag pointer"
+    );
+    assert!(
+        ptx.lines().any(|l| l.contains("atom.")
+            && l.contains(".cas.b32")
+            && l.contains("[OFFLOAD_PANIC_RECORD]")),
         "the panic handler claims the record with a compare-and-swap"
     );
 }
 
 #[test]
 fn ptxas_accepts_the_ptx_for_sm_90() {
-    let Some(images) = images("ptxas_accepts_the_ptx_for_sm_90") else { return };
-    let cubin = images.images.iter().find(|i| i.format == ImageFormat::Cubin && i.target == "sm_90");
+    let Some(images) = images("ptxas_accepts_the_ptx_for_sm_90") else {
+        return;
+    };
+    let cubin = images
+        .images
+        .iter()
+        .find(|i| i.format == ImageFormat::Cubin && i.target == "sm_90");
     let Ok(ptxas) = std::env::var("OFFLOAD_PTXAS") else {
         // Without ptxas here, the build pass's own ptxas run (the cubin) is the evidence.
-        assert!(cubin.is_some() || std::env::var("OFFLOAD_REQUIRE_DEVICE_BUILD").as_deref() != Ok("1"));
+        assert!(
+            cubin.is_some() || std::env::var("OFFLOAD_REQUIRE_DEVICE_BUILD").as_deref() != Ok("1")
+        );
         return;
     };
     let dir = std::env::temp_dir().join(format!("offload-ptxas-test-{}", std::process::id()));
@@ -77,7 +108,11 @@ fn ptxas_accepts_the_ptx_for_sm_90() {
         .arg(&ptx_path)
         .output()
         .expect("run ptxas");
-    assert!(out.status.success(), "ptxas rejected the PTX: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "ptxas rejected the PTX: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let cubin = cubin.expect("the build pass made a cubin too, as ptxas was available");
     assert_eq!(&cubin.bytes[..4], b"\x7fELF", "a cubin is an ELF file");
     std::fs::remove_dir_all(&dir).unwrap();

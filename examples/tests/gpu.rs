@@ -11,10 +11,15 @@ use std::io::Write;
 
 /// The first CUDA device, or `None` (after saying why) when the test must be skipped.
 fn gpu(test: &str) -> Option<Device> {
-    let reason = match offload::devices().iter().find(|d| d.kind() == BackendKind::Cuda) {
+    let reason = match offload::devices()
+        .iter()
+        .find(|d| d.kind() == BackendKind::Cuda)
+    {
         Some(_) if offload_examples::__OFFLOAD_IMAGES.images.is_empty() => format!(
             "no device images were built ({})",
-            offload_examples::__OFFLOAD_IMAGES.unavailable.unwrap_or("unknown reason")
+            offload_examples::__OFFLOAD_IMAGES
+                .unavailable
+                .unwrap_or("unknown reason")
         ),
         Some(device) => return Some(device.clone()),
         None => "no CUDA GPU".to_string(),
@@ -49,15 +54,25 @@ gpu_test!(invalid_launches_are_errors_naming_the_limit);
 /// the package, as the device pass remaps it) and which thread it was.
 #[test]
 fn kernel_panic_is_an_error_and_outputs_are_untouched() {
-    let Some(gpu) = gpu("kernel_panic_is_an_error_and_outputs_are_untouched") else { return };
+    let Some(gpu) = gpu("kernel_panic_is_an_error_and_outputs_are_untouched") else {
+        return;
+    };
     let message = common::kernel_panic_is_an_error_and_outputs_are_untouched(&gpu);
-    assert!(message.starts_with("panicked at src/kernels.rs:"), "{message}");
-    assert!(message.ends_with(" (block (3, 0, 0), thread (231, 0, 0))"), "{message}");
+    assert!(
+        message.starts_with("panicked at src/kernels.rs:"),
+        "{message}"
+    );
+    assert!(
+        message.ends_with(" (block (3, 0, 0), thread (231, 0, 0))"),
+        "{message}"
+    );
 }
 
 #[test]
 fn default_device_is_the_gpu_and_data_moves_both_ways() {
-    let Some(gpu) = gpu("default_device_is_the_gpu_and_data_moves_both_ways") else { return };
+    let Some(gpu) = gpu("default_device_is_the_gpu_and_data_moves_both_ways") else {
+        return;
+    };
     assert_eq!(offload::default_device().unwrap().name(), gpu.name());
     let x = common::floats(4096, 10);
     let mut y = common::floats(4096, 11);
@@ -65,7 +80,11 @@ fn default_device_is_the_gpu_and_data_moves_both_ways() {
     kernels::saxpy(3.0, &x, &mut y).unwrap();
     let report = offload::last_launch().unwrap();
     assert_eq!(report.device, gpu.name());
-    assert_eq!(report.bytes_to_device, 2 * 4096 * 4, "x and y go to the device");
+    assert_eq!(
+        report.bytes_to_device,
+        2 * 4096 * 4,
+        "x and y go to the device"
+    );
     assert_eq!(report.bytes_from_device, 4096 * 4, "only y comes back");
     kernels::saxpy::launch(Launch::on(&Device::host()), 3.0, &x, &mut on_host).unwrap();
     assert_eq!(

@@ -44,6 +44,13 @@ fn last_launch_reports_the_shape_and_no_copies() {
     kernels::saxpy::launch(offload::Launch::on(&host()), 2.0, &x, &mut y).unwrap();
     let report = offload::last_launch().unwrap();
     assert_eq!(report.kernel, "saxpy");
-    assert_eq!(report.grid, Some(offload::Dim3::new(4, 1, 1)), "1000 elements, one per thread, in blocks of 256");
-    assert_eq!(report.bytes_to_device, 0, "the host backend reads host memory in place");
+    assert_eq!(
+        report.grid,
+        Some(offload::Dim3::new(4, 1, 1)),
+        "1000 elements, one per thread, in blocks of 256"
+    );
+    assert_eq!(
+        report.bytes_to_device, 0,
+        "the host backend reads host memory in place"
+    );
 }

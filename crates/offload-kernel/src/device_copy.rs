@@ -11,6 +11,23 @@ pub unsafe trait DeviceCopy: Copy + Send + Sync + 'static {}
 macro_rules! device_copy_primitives {
     ($($t:ty),* $(,)?) => { $(unsafe impl DeviceCopy for $t {})* };
 }
-device_copy_primitives!(u8, u16, u32, u64, u128, usize, i8, i16, i32, i64, i128, isize, f32, f64, bool, ());
+device_copy_primitives!(
+    u8,
+    u16,
+    u32,
+    u64,
+    u128,
+    usize,
+    i8,
+    i16,
+    i32,
+    i64,
+    i128,
+    isize,
+    f32,
+    f64,
+    bool,
+    ()
+);
 
 unsafe impl<T: DeviceCopy, const N: usize> DeviceCopy for [T; N] {}

@@ -23,7 +23,8 @@ impl Dim3 {
     /// Row-major linear index of position `self` inside `extent` (x fastest).
     #[inline(always)]
     pub fn linear_in(self, extent: Dim3) -> usize {
-        (self.z as usize * extent.y as usize + self.y as usize) * extent.x as usize + self.x as usize
+        (self.z as usize * extent.y as usize + self.y as usize) * extent.x as usize
+            + self.x as usize
     }
 }
 
@@ -64,19 +65,43 @@ mod arch {
 
     #[inline(always)]
     pub fn thread_idx() -> Dim3 {
-        unsafe { Dim3::new(_thread_idx_x() as u32, _thread_idx_y() as u32, _thread_idx_z() as u32) }
+        unsafe {
+            Dim3::new(
+                _thread_idx_x() as u32,
+                _thread_idx_y() as u32,
+                _thread_idx_z() as u32,
+            )
+        }
     }
     #[inline(always)]
     pub fn block_idx() -> Dim3 {
-        unsafe { Dim3::new(_block_idx_x() as u32, _block_idx_y() as u32, _block_idx_z() as u32) }
+        unsafe {
+            Dim3::new(
+                _block_idx_x() as u32,
+                _block_idx_y() as u32,
+                _block_idx_z() as u32,
+            )
+        }
     }
     #[inline(always)]
     pub fn block_dim() -> Dim3 {
-        unsafe { Dim3::new(_block_dim_x() as u32, _block_dim_y() as u32, _block_dim_z() as u32) }
+        unsafe {
+            Dim3::new(
+                _block_dim_x() as u32,
+                _block_dim_y() as u32,
+                _block_dim_z() as u32,
+            )
+        }
     }
     #[inline(always)]
     pub fn grid_dim() -> Dim3 {
-        unsafe { Dim3::new(_grid_dim_x() as u32, _grid_dim_y() as u32, _grid_dim_z() as u32) }
+        unsafe {
+            Dim3::new(
+                _grid_dim_x() as u32,
+                _grid_dim_y() as u32,
+                _grid_dim_z() as u32,
+            )
+        }
     }
 }
 

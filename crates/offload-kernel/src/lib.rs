@@ -16,11 +16,9 @@ pub mod panic_record;
 mod thread_slice;
 
 pub use device_copy::DeviceCopy;
-pub use index::{
-    block_dim, block_idx, global_id, global_threads, grid_dim, thread_idx, Dim3,
-};
 #[cfg(not(target_arch = "nvptx64"))]
 pub use index::host_context;
+pub use index::{block_dim, block_idx, global_id, global_threads, grid_dim, thread_idx, Dim3};
 pub use thread_slice::{MineIter, ThreadSlice};
 
 /// Rebuild a read-only slice parameter from the (pointer, length) pair of the device ABI.

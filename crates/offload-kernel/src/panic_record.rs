@@ -53,7 +53,10 @@ impl PanicRecord {
         // SAFETY: repr(C), integers only (no padding: every field is 4-aligned and its size a
         // multiple of 4), so any bytes make a valid value.
         unsafe {
-            core::slice::from_raw_parts_mut(self as *mut Self as *mut u8, core::mem::size_of::<Self>())
+            core::slice::from_raw_parts_mut(
+                self as *mut Self as *mut u8,
+                core::mem::size_of::<Self>(),
+            )
         }
     }
 }
@@ -96,12 +99,19 @@ mod device {
         unsafe {
             let record = addr_of_mut!(OFFLOAD_PANIC_RECORD);
             let flag = AtomicU32::from_ptr(addr_of_mut!((*record).flag));
-            if flag.compare_exchange(0, PANIC_CLAIMED, Ordering::Relaxed, Ordering::Relaxed).is_ok() {
+            if flag
+                .compare_exchange(0, PANIC_CLAIMED, Ordering::Relaxed, Ordering::Relaxed)
+                .is_ok()
+            {
                 if let Some(location) = info.location() {
                     let file = location.file().as_bytes();
                     // The end of a long path holds the file name: keep that.
                     let file = &file[file.len().saturating_sub(PANIC_FILE_BYTES)..];
-                    copy_nonoverlapping(file.as_ptr(), addr_of_mut!((*record).file) as *mut u8, file.len());
+                    copy_nonoverlapping(
+                        file.as_ptr(),
+                        addr_of_mut!((*record).file) as *mut u8,
+                        file.len(),
+                    );
                     (*record).file_len = file.len() as u32;
                     (*record).line = location.line();
                     (*record).column = location.column();
@@ -155,20 +165,29 @@ mod tests {
     fn incomplete_or_corrupt_records_still_decode() {
         let mut r = record("src/kernels.rs");
         r.flag = PANIC_CLAIMED;
-        assert_eq!(r.to_string(), "panicked (the panic location was not recorded)");
+        assert_eq!(
+            r.to_string(),
+            "panicked (the panic location was not recorded)"
+        );
         // A length past the array is clamped, bad UTF-8 replaced.
         let mut r = record("");
         r.file = [0xff; PANIC_FILE_BYTES];
         r.file_len = u32::MAX;
         let s = r.to_string();
         assert!(s.starts_with("panicked at \u{fffd}\u{fffd}"), "{s}");
-        assert!(s.ends_with(":12:9 (block (3, 0, 0), thread (17, 1, 0))"), "{s}");
+        assert!(
+            s.ends_with(":12:9 (block (3, 0, 0), thread (17, 1, 0))"),
+            "{s}"
+        );
     }
 
     #[test]
     fn layout_is_fixed() {
         // The device writes and the host reads the same bytes: no padding, these offsets.
-        assert_eq!(core::mem::size_of::<PanicRecord>(), 4 * 10 + PANIC_FILE_BYTES);
+        assert_eq!(
+            core::mem::size_of::<PanicRecord>(),
+            4 * 10 + PANIC_FILE_BYTES
+        );
         assert_eq!(core::mem::align_of::<PanicRecord>(), 4);
         assert_eq!(core::mem::offset_of!(PanicRecord, block), 16);
         assert_eq!(core::mem::offset_of!(PanicRecord, file), 40);

@@ -29,7 +29,11 @@ impl<'a, T> ThreadSlice<'a, T> {
     /// kernel attribute does this), so that ownership by global id keeps the threads disjoint.
     #[inline(always)]
     pub unsafe fn from_raw_parts(ptr: *mut T, len: usize) -> Self {
-        ThreadSlice { ptr, len, _borrow: PhantomData }
+        ThreadSlice {
+            ptr,
+            len,
+            _borrow: PhantomData,
+        }
     }
 
     /// Length of the whole slice (all threads' elements).
@@ -48,7 +52,13 @@ impl<'a, T> ThreadSlice<'a, T> {
     /// cover the whole slice exactly once, whatever the grid and block sizes.
     #[inline(always)]
     pub fn iter_mine(&mut self) -> MineIter<'_, T> {
-        MineIter { ptr: self.ptr, len: self.len, next: global_id(), stride: global_threads(), _borrow: PhantomData }
+        MineIter {
+            ptr: self.ptr,
+            len: self.len,
+            next: global_id(),
+            stride: global_threads(),
+            _borrow: PhantomData,
+        }
     }
 
     /// Raw pointer to element 0, for kernels that manage ownership themselves.

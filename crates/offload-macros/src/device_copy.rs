@@ -6,12 +6,25 @@ pub fn expand(item: TokenStream) -> Result<TokenStream> {
     let input: DeriveInput = syn::parse2(item)?;
     let fields = match &input.data {
         Data::Struct(s) => &s.fields,
-        _ => return Err(Error::new_spanned(&input.ident, "DeviceCopy can be derived for structs only")),
+        _ => {
+            return Err(Error::new_spanned(
+                &input.ident,
+                "DeviceCopy can be derived for structs only",
+            ))
+        }
     };
     let repr_c = input.attrs.iter().any(|a| {
         a.path().is_ident("repr")
             && a.parse_nested_meta(|_| Ok(())).is_ok()
-            && a.meta.require_list().map(|l| l.tokens.to_string().split(',').any(|t| t.trim() == "C" || t.trim() == "transparent")).unwrap_or(false)
+            && a.meta
+                .require_list()
+                .map(|l| {
+                    l.tokens
+                        .to_string()
+                        .split(',')
+                        .any(|t| t.trim() == "C" || t.trim() == "transparent")
+                })
+                .unwrap_or(false)
     });
     if !repr_c {
         return Err(Error::new_spanned(

@@ -16,11 +16,19 @@ const DEVICE_CFG: &str = "any(target_arch = \"nvptx64\", target_arch = \"amdgpu\
 
 pub fn expand(attr: TokenStream, item: TokenStream) -> Result<TokenStream> {
     if !attr.is_empty() {
-        return Err(Error::new_spanned(attr, "#[offload::kernel] takes no arguments"));
+        return Err(Error::new_spanned(
+            attr,
+            "#[offload::kernel] takes no arguments",
+        ));
     }
     let func: ItemFn = syn::parse2(item)?;
     check_signature(&func)?;
-    let params = func.sig.inputs.iter().map(params::parse).collect::<Result<Vec<_>>>()?;
+    let params = func
+        .sig
+        .inputs
+        .iter()
+        .map(params::parse)
+        .collect::<Result<Vec<_>>>()?;
 
     let name = &func.sig.ident;
     let body_fn = format_ident!("__offload_body_{}", name);
@@ -48,16 +56,25 @@ fn check_signature(func: &ItemFn) -> Result<()> {
         }
     }
     if !sig.generics.params.is_empty() {
-        return Err(Error::new_spanned(&sig.generics, "generic offload kernels are not supported yet"));
+        return Err(Error::new_spanned(
+            &sig.generics,
+            "generic offload kernels are not supported yet",
+        ));
     }
     if let Some(t) = &sig.asyncness {
         return Err(Error::new_spanned(t, "an offload kernel cannot be `async`"));
     }
     if let Some(abi) = &sig.abi {
-        return Err(Error::new_spanned(abi, "an offload kernel is a plain Rust fn: the attribute chooses its ABI"));
+        return Err(Error::new_spanned(
+            abi,
+            "an offload kernel is a plain Rust fn: the attribute chooses its ABI",
+        ));
     }
     if let Some(v) = &sig.variadic {
-        return Err(Error::new_spanned(v, "an offload kernel cannot be variadic"));
+        return Err(Error::new_spanned(
+            v,
+            "an offload kernel cannot be variadic",
+        ));
     }
     Ok(())
 }
@@ -85,7 +102,10 @@ fn expand_body(func: &ItemFn, params: &[Param], body_fn: &Ident) -> TokenStream 
 
 /// Raw parameter names for the device ABI: slices travel as (pointer, length).
 fn raw_names(p: &Param) -> (Ident, Ident) {
-    (format_ident!("{}__ptr", p.name), format_ident!("{}__len", p.name))
+    (
+        format_ident!("{}__ptr", p.name),
+        format_ident!("{}__len", p.name),
+    )
 }
 
 fn expand_device_entry(func: &ItemFn, params: &[Param], body_fn: &Ident) -> TokenStream {
@@ -134,10 +154,13 @@ fn expand_host(func: &ItemFn, params: &[Param], body_fn: &Ident) -> TokenStream 
     );
     let doc_module = format!("Launch control of kernel `{name_str}`.");
     let names: Vec<&Ident> = params.iter().map(|p| &p.name).collect();
-    let sig_inputs: Vec<TokenStream> = params.iter().map(|p| {
-        let (n, ty) = (&p.name, &p.ty);
-        quote! { #n: #ty }
-    }).collect();
+    let sig_inputs: Vec<TokenStream> = params
+        .iter()
+        .map(|p| {
+            let (n, ty) = (&p.name, &p.ty);
+            quote! { #n: #ty }
+        })
+        .collect();
     let kernel_args = params.iter().map(|p| {
         let n = &p.name;
         match p.passing {
@@ -154,6 +177,17 @@ fn expand_host(func: &ItemFn, params: &[Param], body_fn: &Ident) -> TokenStream 
             Passing::SliceMut => quote! { args[#i].as_thread_slice::<#elem>() },
         }
     });
+    let arity = params.len();
+    let arity_msg = {
+        let list: Vec<String> = params
+            .iter()
+            .map(|p| {
+                let ty = &p.ty;
+                format!("{}: {}", p.name, quote!(#ty).to_string().replace("& ", "&"))
+            })
+            .collect();
+        format!("`args` of offload! has the wrong length: kernel `{name_str}` takes {arity} argument{} ({})", if arity == 1 { "" } else { "s" }, list.join(", "))
+    };
     let images = quote! { crate::__OFFLOAD_IMAGES };
     let span = Span::call_site();
     let launch = Ident::new("launch", span);
@@ -178,6 +212,15 @@ fn expand_host(func: &ItemFn, params: &[Param], body_fn: &Ident) -> TokenStream 
             pub fn launch(launch: ::offload::Launch<'_>, #(#sig_inputs),*) -> ::offload::Result<()> {
                 let mut args = [#(#kernel_args),*];
                 ::offload::__private::launch(&KERNEL, launch, &mut args)
+            }
+
+            /// Fails const evaluation (a compile error naming the parameters) unless `given`,
+            /// the length of `offload!`'s `args`, is the kernel's parameter count.
+            #[doc(hidden)]
+            pub const fn __offload_check_arity(given: usize) {
+                if given != #arity {
+                    ::core::panic!(#arity_msg)
+                }
             }
 
             /// The kernel's descriptor: its name, the device images holding it, and its host entry.

@@ -24,11 +24,23 @@ pub struct Param {
 pub fn parse(arg: &FnArg) -> Result<Param> {
     let typed = match arg {
         FnArg::Typed(t) => t,
-        FnArg::Receiver(r) => return Err(Error::new_spanned(r, "an offload kernel cannot take `self`")),
+        FnArg::Receiver(r) => {
+            return Err(Error::new_spanned(
+                r,
+                "an offload kernel cannot take `self`",
+            ))
+        }
     };
     let (name, mutable_binding) = match &*typed.pat {
-        Pat::Ident(p) if p.by_ref.is_none() && p.subpat.is_none() => (p.ident.clone(), p.mutability.is_some()),
-        other => return Err(Error::new_spanned(other, "offload kernel parameters must be plain names")),
+        Pat::Ident(p) if p.by_ref.is_none() && p.subpat.is_none() => {
+            (p.ident.clone(), p.mutability.is_some())
+        }
+        other => {
+            return Err(Error::new_spanned(
+                other,
+                "offload kernel parameters must be plain names",
+            ))
+        }
     };
     let ty = (*typed.ty).clone();
     let (elem, passing) = match &ty {
@@ -54,5 +66,11 @@ pub fn parse(arg: &FnArg) -> Result<Param> {
         Type::ImplTrait(t) => return Err(Error::new_spanned(t, "`impl Trait` cannot be a kernel parameter")),
         _ => (ty.clone(), Passing::Value),
     };
-    Ok(Param { name, mutable_binding, ty, elem, passing })
+    Ok(Param {
+        name,
+        mutable_binding,
+        ty,
+        elem,
+        passing,
+    })
 }

@@ -24,7 +24,30 @@ enum DeviceInner {
 impl Device {
     /// The host CPU, which runs every kernel's host build.
     pub fn host() -> Device {
-        devices().iter().find(|d| d.kind() == BackendKind::Host).expect("the host device is always listed").clone()
+        devices()
+            .iter()
+            .find(|d| d.kind() == BackendKind::Host)
+            .expect("the host device is always listed")
+            .clone()
+    }
+
+    /// The device at `index` in [`devices()`] (GPUs first, the host last): how `offload!`'s
+    /// `device = N` names one. Out of range is `Error::NoDevice` listing the devices there are.
+    pub fn by_index(index: usize) -> Result<Device> {
+        let all = devices();
+        all.get(index).cloned().ok_or_else(|| {
+            let names: Vec<String> = all
+                .iter()
+                .enumerate()
+                .map(|(i, d)| format!("{i}: {}", d.name()))
+                .collect();
+            let plural = if all.len() == 1 { "" } else { "s" };
+            Error::NoDevice(format!(
+                "device index {index} is out of range: {} device{plural} ({})",
+                all.len(),
+                names.join(", ")
+            ))
+        })
     }
 
     pub fn name(&self) -> &str {
@@ -93,13 +116,20 @@ fn discovery() -> &'static Discovery {
             if found.is_empty() {
                 no_gpu_reason = Some(reasons.join("; "));
             }
-            devices.extend(found.into_iter().map(|b| Device { inner: DeviceInner::Offload(b) }));
+            devices.extend(found.into_iter().map(|b| Device {
+                inner: DeviceInner::Offload(b),
+            }));
         }
         if let Some(reason) = &no_gpu_reason {
             tracing::info!("offload: no GPU ({reason}); kernels run on the host");
         }
-        devices.push(Device { inner: DeviceInner::Host(Arc::new(HostBackend::new())) });
-        Discovery { devices, no_gpu_reason }
+        devices.push(Device {
+            inner: DeviceInner::Host(Arc::new(HostBackend::new())),
+        });
+        Discovery {
+            devices,
+            no_gpu_reason,
+        }
     })
 }
 
@@ -109,7 +139,10 @@ pub fn devices() -> &'static [Device] {
 }
 
 fn forced_backend() -> Option<String> {
-    std::env::var("OFFLOAD_BACKEND").ok().map(|s| s.to_ascii_lowercase()).filter(|s| !s.is_empty() && s != "auto")
+    std::env::var("OFFLOAD_BACKEND")
+        .ok()
+        .map(|s| s.to_ascii_lowercase())
+        .filter(|s| !s.is_empty() && s != "auto")
 }
 
 fn gpu_required() -> bool {
@@ -121,17 +154,29 @@ fn gpu_required() -> bool {
 pub fn default_device() -> Result<Device> {
     let found = discovery();
     let first_gpu = found.devices.iter().find(|d| d.is_gpu());
-    let no_gpu = || found.no_gpu_reason.clone().unwrap_or_else(|| "no GPU found".to_string());
+    let no_gpu = || {
+        found
+            .no_gpu_reason
+            .clone()
+            .unwrap_or_else(|| "no GPU found".to_string())
+    };
     let device = match forced_backend().as_deref() {
         None => first_gpu.cloned().unwrap_or_else(Device::host),
         Some("host") => Device::host(),
-        Some("cuda") => first_gpu.cloned().ok_or_else(|| Error::NoDevice(format!("OFFLOAD_BACKEND=cuda, but {}", no_gpu())))?,
+        Some("cuda") => first_gpu
+            .cloned()
+            .ok_or_else(|| Error::NoDevice(format!("OFFLOAD_BACKEND=cuda, but {}", no_gpu())))?,
         Some(other) => {
-            return Err(Error::NoDevice(format!("OFFLOAD_BACKEND={other} is not a backend (use host, cuda or auto)")))
+            return Err(Error::NoDevice(format!(
+                "OFFLOAD_BACKEND={other} is not a backend (use host, cuda or auto)"
+            )))
         }
     };
     if gpu_required() && !device.is_gpu() {
-        return Err(Error::NoDevice(format!("OFFLOAD_REQUIRE_GPU=1, but {}", no_gpu())));
+        return Err(Error::NoDevice(format!(
+            "OFFLOAD_REQUIRE_GPU=1, but {}",
+            no_gpu()
+        )));
     }
     Ok(device)
 }
@@ -145,11 +190,21 @@ pub(crate) fn resolve_device(kernel: &Kernel, named: Option<&Device>) -> Result<
     }
     let device = default_device()?;
     if device.is_gpu() && !kernel.images.has_kernel(kernel.name) {
-        let reason = kernel.images.unavailable.unwrap_or("the device images do not hold it");
+        let reason = kernel
+            .images
+            .unavailable
+            .unwrap_or("the device images do not hold it");
         if gpu_required() || forced_backend().is_some() {
-            return Err(Error::NoImage { kernel: kernel.name, device: device.name().to_string(), reason: reason.to_string() });
+            return Err(Error::NoImage {
+                kernel: kernel.name,
+                device: device.name().to_string(),
+                reason: reason.to_string(),
+            });
         }
-        tracing::warn!("offload: kernel `{}` has no device image ({reason}); running it on the host", kernel.name);
+        tracing::warn!(
+            "offload: kernel `{}` has no device image ({reason}); running it on the host",
+            kernel.name
+        );
         return Ok(Device::host());
     }
     Ok(device)

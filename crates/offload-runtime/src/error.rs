@@ -12,21 +12,41 @@ pub enum Error {
 
     /// The device cannot run this kernel: no image was built for it, or the driver rejected it.
     #[error("kernel `{kernel}` cannot run on {device}: {reason}")]
-    NoImage { kernel: &'static str, device: String, reason: String },
+    NoImage {
+        kernel: &'static str,
+        device: String,
+        reason: String,
+    },
 
     /// The launch shape is invalid for the device; nothing was copied or launched.
     #[error("invalid launch of kernel `{kernel}` on {device}: {reason}")]
-    InvalidLaunch { kernel: &'static str, device: String, reason: String },
+    InvalidLaunch {
+        kernel: &'static str,
+        device: String,
+        reason: String,
+    },
 
     /// The device has not enough free memory for the launch's data.
     #[error("out of memory on {device}: {bytes} bytes requested for kernel `{kernel}`")]
-    OutOfMemory { kernel: &'static str, device: String, bytes: usize },
+    OutOfMemory {
+        kernel: &'static str,
+        device: String,
+        bytes: usize,
+    },
 
     /// A kernel thread panicked (host backend) or the kernel faulted on the device.
     #[error("kernel `{kernel}` failed on {device}: {message}")]
-    KernelFailed { kernel: &'static str, device: String, message: String },
+    KernelFailed {
+        kernel: &'static str,
+        device: String,
+        message: String,
+    },
 
     /// A driver call failed outside of a kernel.
     #[error("{device}: {operation} failed: {message}")]
-    Driver { device: String, operation: &'static str, message: String },
+    Driver {
+        device: String,
+        operation: &'static str,
+        message: String,
+    },
 }

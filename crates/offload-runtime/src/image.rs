@@ -54,7 +54,11 @@ impl ImageSet {
 
 /// `"sm_90"` → 90 (`"sm_90a"` → 90).
 fn sm_number(target: &str) -> Option<u32> {
-    let digits: String = target.strip_prefix("sm_")?.chars().take_while(char::is_ascii_digit).collect();
+    let digits: String = target
+        .strip_prefix("sm_")?
+        .chars()
+        .take_while(char::is_ascii_digit)
+        .collect();
     digits.parse().ok()
 }
 
@@ -63,11 +67,27 @@ mod tests {
     use super::*;
 
     static IMAGES: [DeviceImage; 3] = [
-        DeviceImage { format: ImageFormat::Cubin, target: "sm_90", bytes: b"cubin90" },
-        DeviceImage { format: ImageFormat::Ptx, target: "sm_70", bytes: b"ptx70" },
-        DeviceImage { format: ImageFormat::Ptx, target: "sm_90", bytes: b"ptx90" },
+        DeviceImage {
+            format: ImageFormat::Cubin,
+            target: "sm_90",
+            bytes: b"cubin90",
+        },
+        DeviceImage {
+            format: ImageFormat::Ptx,
+            target: "sm_70",
+            bytes: b"ptx70",
+        },
+        DeviceImage {
+            format: ImageFormat::Ptx,
+            target: "sm_90",
+            bytes: b"ptx90",
+        },
     ];
-    static SET: ImageSet = ImageSet { images: &IMAGES, kernels: &["saxpy"], unavailable: None };
+    static SET: ImageSet = ImageSet {
+        images: &IMAGES,
+        kernels: &["saxpy"],
+        unavailable: None,
+    };
 
     #[test]
     fn picks_exact_cubin_then_newest_compatible_ptx() {
@@ -81,7 +101,11 @@ mod tests {
     fn knows_its_kernels() {
         assert!(SET.has_kernel("saxpy"));
         assert!(!SET.has_kernel("other"));
-        let empty = ImageSet { images: &[], kernels: &[], unavailable: Some("no toolchain") };
+        let empty = ImageSet {
+            images: &[],
+            kernels: &[],
+            unavailable: Some("no toolchain"),
+        };
         assert!(!empty.has_kernel("saxpy"));
     }
 }

@@ -5,10 +5,10 @@ use crate::image::ImageSet;
 use crate::launch::Launch;
 use crate::report::LaunchReport;
 use crate::{transfer, Result};
-use std::time::Instant;
 use offload_kernel::{DeviceCopy, ThreadSlice};
 use std::marker::PhantomData;
 use std::mem::size_of;
+use std::time::Instant;
 
 /// A kernel's descriptor, one `static` per `#[offload::kernel]`.
 pub struct Kernel {
@@ -31,9 +31,18 @@ pub(crate) enum ArgData {
     /// A `DeviceCopy` value passed by value: where it is and how big.
     Value { ptr: *const u8, size: usize },
     /// `&[T]`: copied to the device before the launch.
-    Slice { ptr: *const u8, len: usize, elem_size: usize },
+    Slice {
+        ptr: *const u8,
+        len: usize,
+        elem_size: usize,
+    },
     /// `&mut [T]`: copied to the device before the launch and back after it.
-    SliceMut { ptr: *mut u8, len: usize, elem_size: usize, elem_align: usize },
+    SliceMut {
+        ptr: *mut u8,
+        len: usize,
+        elem_size: usize,
+        elem_align: usize,
+    },
 }
 
 impl ArgData {
@@ -48,11 +57,18 @@ impl ArgData {
 
 impl<'a> KernelArg<'a> {
     pub fn value<T: DeviceCopy>(value: &'a T) -> Self {
-        Self::new(ArgData::Value { ptr: value as *const T as *const u8, size: size_of::<T>() })
+        Self::new(ArgData::Value {
+            ptr: value as *const T as *const u8,
+            size: size_of::<T>(),
+        })
     }
 
     pub fn slice<T: DeviceCopy>(slice: &'a [T]) -> Self {
-        Self::new(ArgData::Slice { ptr: slice.as_ptr() as *const u8, len: slice.len(), elem_size: size_of::<T>() })
+        Self::new(ArgData::Slice {
+            ptr: slice.as_ptr() as *const u8,
+            len: slice.len(),
+            elem_size: size_of::<T>(),
+        })
     }
 
     pub fn slice_mut<T: DeviceCopy>(slice: &'a mut [T]) -> Self {
@@ -65,7 +81,10 @@ impl<'a> KernelArg<'a> {
     }
 
     pub(crate) fn new(data: ArgData) -> Self {
-        KernelArg { data, _borrow: PhantomData }
+        KernelArg {
+            data,
+            _borrow: PhantomData,
+        }
     }
 
     /// The value of a by-value argument.
@@ -85,7 +104,9 @@ impl<'a> KernelArg<'a> {
     /// The argument was made by [`KernelArg::slice`] with this `T`.
     pub unsafe fn as_slice<'s, T: DeviceCopy>(&'s self) -> &'s [T] {
         match self.data {
-            ArgData::Slice { ptr, len, .. } => unsafe { offload_kernel::slice_from_raw(ptr as *const T, len) },
+            ArgData::Slice { ptr, len, .. } => unsafe {
+                offload_kernel::slice_from_raw(ptr as *const T, len)
+            },
             _ => unreachable!("argument kind mismatch in generated code"),
         }
     }
@@ -97,7 +118,9 @@ impl<'a> KernelArg<'a> {
     /// thread of a host-backend launch (which makes the views of all threads disjoint).
     pub unsafe fn as_thread_slice<'s, T: DeviceCopy>(&'s self) -> ThreadSlice<'s, T> {
         match self.data {
-            ArgData::SliceMut { ptr, len, .. } => unsafe { ThreadSlice::from_raw_parts(ptr as *mut T, len) },
+            ArgData::SliceMut { ptr, len, .. } => unsafe {
+                ThreadSlice::from_raw_parts(ptr as *mut T, len)
+            },
             _ => unreachable!("argument kind mismatch in generated code"),
         }
     }
@@ -105,7 +128,11 @@ impl<'a> KernelArg<'a> {
 
 /// Launch `kernel` with `args` as `launch` says: pick the device, size and check the grid, move
 /// the data, run, and move the results back.
-pub fn launch(kernel: &'static Kernel, launch: Launch<'_>, args: &mut [KernelArg<'_>]) -> Result<()> {
+pub fn launch(
+    kernel: &'static Kernel,
+    launch: Launch<'_>,
+    args: &mut [KernelArg<'_>],
+) -> Result<()> {
     let device: Device = resolve_device(kernel, launch.device)?;
     let shape = launch.resolve(kernel.name, &device, args)?;
     tracing::debug!(kernel = kernel.name, device = %device.name(), grid = ?shape.grid, block = ?shape.block, "launch");

@@ -50,34 +50,56 @@ impl<'d> Launch<'d> {
 
     /// On `device`, shape chosen automatically.
     pub fn on(device: &'d Device) -> Self {
-        Launch { device: Some(device), ..Self::default() }
+        Launch {
+            device: Some(device),
+            ..Self::default()
+        }
     }
 
     pub fn device(self, device: &'d Device) -> Self {
-        Launch { device: Some(device), ..self }
+        Launch {
+            device: Some(device),
+            ..self
+        }
     }
 
     /// Blocks in the grid (1D, 2D or 3D).
     pub fn grid(self, grid: impl Into<Dim3>) -> Self {
-        Launch { grid: Some(grid.into()), ..self }
+        Launch {
+            grid: Some(grid.into()),
+            ..self
+        }
     }
 
     /// Threads per block (1D, 2D or 3D).
     pub fn block(self, block: impl Into<Dim3>) -> Self {
-        Launch { block: Some(block.into()), ..self }
+        Launch {
+            block: Some(block.into()),
+            ..self
+        }
     }
 
     /// Fill in the unset parts from the arguments and check the shape against the device.
-    pub(crate) fn resolve(&self, kernel: &'static str, device: &Device, args: &[KernelArg<'_>]) -> Result<Shape> {
-        let invalid = |reason: String| Error::InvalidLaunch { kernel, device: device.name().to_string(), reason };
+    pub(crate) fn resolve(
+        &self,
+        kernel: &'static str,
+        device: &Device,
+        args: &[KernelArg<'_>],
+    ) -> Result<Shape> {
+        let invalid = |reason: String| Error::InvalidLaunch {
+            kernel,
+            device: device.name().to_string(),
+            reason,
+        };
         let block = self.block.unwrap_or(Dim3::new(DEFAULT_BLOCK, 1, 1));
         let grid = match self.grid {
             Some(grid) => grid,
             None => {
                 let items = default_items(args) as u64;
                 let blocks = default_blocks(items, block.count().max(1), &device.limits());
-                let blocks = u32::try_from(blocks)
-                    .map_err(|_| invalid(format!("{items} elements need {blocks} blocks: too many")))?;
+                let blocks = u32::try_from(blocks).map_err(|_| {
+                    invalid(format!("{items} elements need {blocks} blocks: too many"))
+                })?;
                 Dim3::new(blocks, 1, 1)
             }
         };
@@ -90,7 +112,8 @@ impl<'d> Launch<'d> {
 /// idle threads), else one thread per `DEFAULT_ELEMENTS_PER_THREAD` elements.
 fn default_blocks(items: u64, per_block: u64, limits: &Limits) -> u64 {
     let one_per_thread = items.div_ceil(per_block);
-    let resident = limits.multiprocessors as u64 * (limits.threads_per_multiprocessor as u64 / per_block).max(1);
+    let resident = limits.multiprocessors as u64
+        * (limits.threads_per_multiprocessor as u64 / per_block).max(1);
     let batched = items.div_ceil(per_block * DEFAULT_ELEMENTS_PER_THREAD);
     batched.max(one_per_thread.min(resident)).max(1)
 }
@@ -108,8 +131,15 @@ fn default_items(args: &[KernelArg<'_>]) -> usize {
 
 fn check_shape(shape: Shape, limits: &Limits) -> std::result::Result<(), String> {
     let Shape { grid, block } = shape;
-    for (what, dims, max) in [("grid", grid, limits.max_grid), ("block", block, limits.max_block)] {
-        for (axis, n, m) in [("x", dims.x, max.x), ("y", dims.y, max.y), ("z", dims.z, max.z)] {
+    for (what, dims, max) in [
+        ("grid", grid, limits.max_grid),
+        ("block", block, limits.max_block),
+    ] {
+        for (axis, n, m) in [
+            ("x", dims.x, max.x),
+            ("y", dims.y, max.y),
+            ("z", dims.z, max.z),
+        ] {
             if n == 0 {
                 return Err(format!("{what}.{axis} is 0"));
             }
@@ -142,14 +172,32 @@ mod tests {
 
     #[test]
     fn rejects_zero_and_oversized_shapes_naming_the_limit() {
-        let ok = Shape { grid: Dim3::new(10, 1, 1), block: Dim3::new(256, 1, 1) };
+        let ok = Shape {
+            grid: Dim3::new(10, 1, 1),
+            block: Dim3::new(256, 1, 1),
+        };
         assert!(check_shape(ok, &CUDA_LIKE).is_ok());
-        let zero = Shape { grid: Dim3::new(0, 1, 1), ..ok };
+        let zero = Shape {
+            grid: Dim3::new(0, 1, 1),
+            ..ok
+        };
         assert_eq!(check_shape(zero, &CUDA_LIKE).unwrap_err(), "grid.x is 0");
-        let wide = Shape { block: Dim3::new(2048, 1, 1), ..ok };
-        assert_eq!(check_shape(wide, &CUDA_LIKE).unwrap_err(), "block.x = 2048 exceeds the device limit 1024");
-        let fat = Shape { block: Dim3::new(64, 32, 1), ..ok };
-        assert_eq!(check_shape(fat, &CUDA_LIKE).unwrap_err(), "2048 threads per block exceeds the device limit 1024");
+        let wide = Shape {
+            block: Dim3::new(2048, 1, 1),
+            ..ok
+        };
+        assert_eq!(
+            check_shape(wide, &CUDA_LIKE).unwrap_err(),
+            "block.x = 2048 exceeds the device limit 1024"
+        );
+        let fat = Shape {
+            block: Dim3::new(64, 32, 1),
+            ..ok
+        };
+        assert_eq!(
+            check_shape(fat, &CUDA_LIKE).unwrap_err(),
+            "2048 threads per block exceeds the device limit 1024"
+        );
     }
 
     #[test]

@@ -6,8 +6,8 @@ use crate::backend::{Backend, DevicePtr, Param};
 use crate::kernel::{ArgData, Kernel, KernelArg};
 use crate::launch::Shape;
 use crate::report::LaunchReport;
-use std::time::Instant;
 use crate::{Error, Result};
+use std::time::Instant;
 
 /// Device buffers of one launch, released (after the queue drains) on every exit path.
 struct Buffers<'b> {
@@ -43,7 +43,10 @@ pub(crate) fn launch_mapped(
     report: &mut LaunchReport,
 ) -> Result<()> {
     let start = Instant::now();
-    let mut buffers = Buffers { backend, ptrs: Vec::with_capacity(args.len()) };
+    let mut buffers = Buffers {
+        backend,
+        ptrs: Vec::with_capacity(args.len()),
+    };
     let mut params = Vec::with_capacity(args.len() * 2);
     let mut copy_back = Vec::new();
     for arg in args.iter() {
@@ -52,8 +55,17 @@ pub(crate) fn launch_mapped(
                 params.push(Param::Value { ptr, size });
                 continue;
             }
-            ArgData::Slice { ptr, len, elem_size } => (ptr, len, elem_size, None),
-            ArgData::SliceMut { ptr, len, elem_size, .. } => (ptr as *const u8, len, elem_size, Some(ptr)),
+            ArgData::Slice {
+                ptr,
+                len,
+                elem_size,
+            } => (ptr, len, elem_size, None),
+            ArgData::SliceMut {
+                ptr,
+                len,
+                elem_size,
+                ..
+            } => (ptr as *const u8, len, elem_size, Some(ptr)),
         };
         let bytes = len * elem_size;
         let device_ptr = if bytes == 0 {
@@ -80,7 +92,13 @@ pub(crate) fn launch_mapped(
     report.time_to_device = launched - start;
     backend.launch(kernel, shape, &params)?;
     let failed = |e: Error| match e {
-        Error::Driver { device, message, .. } => Error::KernelFailed { kernel: kernel.name, device, message },
+        Error::Driver {
+            device, message, ..
+        } => Error::KernelFailed {
+            kernel: kernel.name,
+            device,
+            message,
+        },
         other => other,
     };
     // A faulting kernel shows at the first synchronizing call after it: wait before copying back
@@ -90,7 +108,11 @@ pub(crate) fn launch_mapped(
     report.kernel_time = finished - launched;
     // A panicking GPU thread just ends, without faulting: its image's panic record tells.
     if let Some(message) = backend.take_panic(kernel)? {
-        return Err(Error::KernelFailed { kernel: kernel.name, device: backend.name().to_string(), message });
+        return Err(Error::KernelFailed {
+            kernel: kernel.name,
+            device: backend.name().to_string(),
+            message,
+        });
     }
     drop(collecting);
     for (host, device, bytes) in copy_back {

@@ -37,12 +37,15 @@
 #![cfg_attr(any(target_arch = "nvptx64", target_arch = "amdgpu"), no_std)]
 
 pub use offload_kernel::*;
+/// Launch with the syntax of rustc nightly's `core::offload::offload!` (see the macro's docs).
+#[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
+pub use offload_macros::offload;
 pub use offload_macros::{kernel, DeviceCopy};
 
 #[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
 pub use offload_runtime::{
-    default_device, devices, last_launch, BackendKind, Device, DeviceImage, Error, ImageFormat, ImageSet,
-    Launch, LaunchReport, Result,
+    default_device, devices, last_launch, BackendKind, Device, DeviceImage, Error, ImageFormat,
+    ImageSet, Launch, LaunchReport, Result,
 };
 
 /// What a kernels module usually imports.
@@ -76,7 +79,7 @@ pub mod __private {
 /// Items the generated device entries use; not a stable API.
 #[doc(hidden)]
 pub mod __device {
-    pub use offload_kernel::slice_from_raw;
     #[cfg(target_arch = "nvptx64")]
     pub use offload_kernel::panic_record::record_panic;
+    pub use offload_kernel::slice_from_raw;
 }

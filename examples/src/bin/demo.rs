@@ -39,7 +39,12 @@ fn sweep_saxpy_shapes(device: &Device, n: usize) -> Result<(), Box<dyn std::erro
             let grid = (n as u64).div_ceil(block as u64 * blocks_per_item) as u32;
             let mut best = Duration::MAX;
             for _ in 0..3 {
-                kernels::saxpy::launch(Launch::on(device).grid(grid).block(block), 1.0, &x, &mut y)?;
+                kernels::saxpy::launch(
+                    Launch::on(device).grid(grid).block(block),
+                    1.0,
+                    &x,
+                    &mut y,
+                )?;
                 best = best.min(offload::last_launch().unwrap().kernel_time);
             }
             println!(
@@ -73,7 +78,11 @@ fn saxpy(device: &Device, n: usize) -> Result<(), Box<dyn std::error::Error>> {
         best = best.min(report.kernel_time);
     }
     let report = offload::last_launch().unwrap();
-    let mismatches = y.iter().zip(&expected).filter(|(g, e)| g.to_bits() != e.to_bits()).count();
+    let mismatches = y
+        .iter()
+        .zip(&expected)
+        .filter(|(g, e)| g.to_bits() != e.to_bits())
+        .count();
     // Bytes the kernel must move: read x and y, write y.
     let bytes = 3 * n * std::mem::size_of::<f32>();
     println!(
@@ -87,7 +96,9 @@ fn saxpy(device: &Device, n: usize) -> Result<(), Box<dyn std::error::Error>> {
         report.time_from_device.as_secs_f64() * 1e3,
         if mismatches == 0 { "matches the CPU loop bit for bit".to_string() } else { format!("{mismatches} MISMATCHES") }
     );
-    if let Some(copy) = reference_bandwidth::device_to_device(device, n * std::mem::size_of::<f32>())? {
+    if let Some(copy) =
+        reference_bandwidth::device_to_device(device, n * std::mem::size_of::<f32>())?
+    {
         println!(
             "memcpy  device-to-device, same size: {copy:.0} GB/s (read + write); saxpy reaches {:.2}x of it",
             gbps(bytes, best) / copy
@@ -102,19 +113,33 @@ fn saxpy(device: &Device, n: usize) -> Result<(), Box<dyn std::error::Error>> {
 fn stencil(device: &Device, n: usize) -> Result<(), Box<dyn std::error::Error>> {
     let width = 1usize << (n.trailing_zeros() / 2);
     let height = n / width;
-    let grid = Grid2 { width: width as u32, height: height as u32, centre: 0.5 };
-    let input: Vec<f32> = (0..n).map(|i| ((i * 7919) % 1013) as f32 / 1013.0).collect();
+    let grid = Grid2 {
+        width: width as u32,
+        height: height as u32,
+        centre: 0.5,
+    };
+    let input: Vec<f32> = (0..n)
+        .map(|i| ((i * 7919) % 1013) as f32 / 1013.0)
+        .collect();
     let mut expected = vec![0f32; n];
     reference::stencil5(grid, &input, &mut expected);
     let mut output = vec![f32::NAN; n];
     kernels::stencil5::launch(Launch::on(device), grid, &input, &mut output)?;
     let report = offload::last_launch().unwrap();
-    let mismatches = output.iter().zip(&expected).filter(|(g, e)| g.to_bits() != e.to_bits()).count();
+    let mismatches = output
+        .iter()
+        .zip(&expected)
+        .filter(|(g, e)| g.to_bits() != e.to_bits())
+        .count();
     println!(
         "stencil {width}x{height}: kernel {:.3} ms = {:.0} GB/s (read + write once); {}",
         report.kernel_time.as_secs_f64() * 1e3,
         gbps(2 * n * 4, report.kernel_time),
-        if mismatches == 0 { "matches the CPU loop bit for bit".to_string() } else { format!("{mismatches} MISMATCHES") }
+        if mismatches == 0 {
+            "matches the CPU loop bit for bit".to_string()
+        } else {
+            format!("{mismatches} MISMATCHES")
+        }
     );
     if mismatches != 0 {
         return Err("stencil results differ from the CPU loop".into());

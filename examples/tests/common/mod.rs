@@ -22,11 +22,18 @@ pub fn floats(n: usize, seed: u64) -> Vec<f32> {
 }
 
 pub fn ints(n: usize, seed: u64) -> Vec<i64> {
-    floats(n, seed).iter().map(|f| (f * 9.0e18) as i64).collect()
+    floats(n, seed)
+        .iter()
+        .map(|f| (f * 9.0e18) as i64)
+        .collect()
 }
 
 fn same_bits(got: &[f32], expected: &[f32]) -> bool {
-    got.len() == expected.len() && got.iter().zip(expected).all(|(g, e)| g.to_bits() == e.to_bits())
+    got.len() == expected.len()
+        && got
+            .iter()
+            .zip(expected)
+            .all(|(g, e)| g.to_bits() == e.to_bits())
 }
 
 pub fn saxpy_matches_cpu(device: &Device) {
@@ -43,14 +50,22 @@ pub fn saxpy_matches_cpu(device: &Device) {
 
 pub fn stencil_matches_cpu(device: &Device) {
     for (width, height) in [(1, 1), (3, 3), (17, 5), (256, 257), (1000, 1000)] {
-        let grid = Grid2 { width, height, centre: 0.4 };
+        let grid = Grid2 {
+            width,
+            height,
+            centre: 0.4,
+        };
         let n = (width * height) as usize;
         let input = floats(n, 3);
         let mut expected = vec![0.0; n];
         reference::stencil5(grid, &input, &mut expected);
         let mut output = vec![f32::NAN; n];
         kernels::stencil5::launch(Launch::on(device), grid, &input, &mut output).unwrap();
-        assert!(same_bits(&output, &expected), "stencil {width}x{height} on {}", device.name());
+        assert!(
+            same_bits(&output, &expected),
+            "stencil {width}x{height} on {}",
+            device.name()
+        );
     }
 }
 
@@ -59,11 +74,22 @@ pub fn integer_kernel_with_two_outputs_matches_cpu(device: &Device) {
         for negate in [false, true] {
             let (a, b) = (ints(n, 4), ints(n, 5));
             let (mut sum, mut diff) = (vec![7i64; n], vec![7i64; n]);
-            kernels::add_sub::launch(Launch::on(device), negate, &a, &b, &mut sum, &mut diff).unwrap();
+            kernels::add_sub::launch(Launch::on(device), negate, &a, &b, &mut sum, &mut diff)
+                .unwrap();
             for i in 0..n {
                 let bi = if negate { b[i].wrapping_neg() } else { b[i] };
-                assert_eq!(sum[i], a[i].wrapping_add(bi), "sum[{i}] n={n} on {}", device.name());
-                assert_eq!(diff[i], a[i].wrapping_sub(bi), "diff[{i}] n={n} on {}", device.name());
+                assert_eq!(
+                    sum[i],
+                    a[i].wrapping_add(bi),
+                    "sum[{i}] n={n} on {}",
+                    device.name()
+                );
+                assert_eq!(
+                    diff[i],
+                    a[i].wrapping_sub(bi),
+                    "diff[{i}] n={n} on {}",
+                    device.name()
+                );
             }
         }
     }
@@ -85,8 +111,18 @@ pub fn every_launch_shape_covers_every_element(device: &Device) {
     ];
     for (grid, block) in shapes {
         let mut run = y.clone();
-        kernels::saxpy::launch(Launch::on(device).grid(grid).block(block), 0.5, &x, &mut run).unwrap();
-        assert!(same_bits(&run, &expected), "grid {grid:?} block {block:?} on {}", device.name());
+        kernels::saxpy::launch(
+            Launch::on(device).grid(grid).block(block),
+            0.5,
+            &x,
+            &mut run,
+        )
+        .unwrap();
+        assert!(
+            same_bits(&run, &expected),
+            "grid {grid:?} block {block:?} on {}",
+            device.name()
+        );
     }
     y.clear();
 }
@@ -99,9 +135,19 @@ pub fn global_ids_are_dense_and_unique(device: &Device) {
     let n = 2 * threads + 5;
     let mut ids = vec![u32::MAX; n];
     let mut totals = vec![0u32; n];
-    kernels::thread_ids::launch(Launch::on(device).grid(grid).block(block), &mut ids, &mut totals).unwrap();
+    kernels::thread_ids::launch(
+        Launch::on(device).grid(grid).block(block),
+        &mut ids,
+        &mut totals,
+    )
+    .unwrap();
     for i in 0..n {
-        assert_eq!(ids[i] as usize, i % threads, "owner of element {i} on {}", device.name());
+        assert_eq!(
+            ids[i] as usize,
+            i % threads,
+            "owner of element {i} on {}",
+            device.name()
+        );
         assert_eq!(totals[i] as usize, threads);
     }
 }
@@ -112,14 +158,27 @@ pub fn invalid_launches_are_errors_naming_the_limit(device: &Device) {
     let mut y = floats(100, 9);
     let before = y.clone();
     let cases: [(Launch<'_>, &str); 4] = [
-        (Launch::on(device).block(2048), "block.x = 2048 exceeds the device limit 1024"),
-        (Launch::on(device).block((64, 32, 1)), "2048 threads per block exceeds the device limit 1024"),
+        (
+            Launch::on(device).block(2048),
+            "block.x = 2048 exceeds the device limit 1024",
+        ),
+        (
+            Launch::on(device).block((64, 32, 1)),
+            "2048 threads per block exceeds the device limit 1024",
+        ),
         (Launch::on(device).grid(0), "grid.x is 0"),
-        (Launch::on(device).block((1, 1, 65)), "block.z = 65 exceeds the device limit 64"),
+        (
+            Launch::on(device).block((1, 1, 65)),
+            "block.z = 65 exceeds the device limit 64",
+        ),
     ];
     for (launch, expected) in cases {
         match kernels::saxpy::launch(launch, 1.0, &x, &mut y) {
-            Err(Error::InvalidLaunch { kernel: "saxpy", reason, .. }) => assert_eq!(reason, expected),
+            Err(Error::InvalidLaunch {
+                kernel: "saxpy",
+                reason,
+                ..
+            }) => assert_eq!(reason, expected),
             other => panic!("expected InvalidLaunch({expected}), got {other:?}"),
         }
         assert!(same_bits(&y, &before));
@@ -139,16 +198,31 @@ pub fn kernel_panic_is_an_error_and_outputs_are_untouched(device: &Device) -> St
     for _ in 0..2 {
         let mut y = y0.clone();
         match kernels::saxpy::launch(shape(), 1.0, &x, &mut y) {
-            Err(Error::KernelFailed { kernel: "saxpy", message, .. }) => messages.push(message),
-            other => panic!("expected KernelFailed from saxpy on {}, got {other:?}", device.name()),
+            Err(Error::KernelFailed {
+                kernel: "saxpy",
+                message,
+                ..
+            }) => messages.push(message),
+            other => panic!(
+                "expected KernelFailed from saxpy on {}, got {other:?}",
+                device.name()
+            ),
         }
-        assert!(same_bits(&y, &y0), "no element of y changed on {}", device.name());
+        assert!(
+            same_bits(&y, &y0),
+            "no element of y changed on {}",
+            device.name()
+        );
     }
     assert_eq!(messages[0], messages[1], "the same panic, reported twice");
     let mut y = y0[..999].to_vec();
     let mut expected = y.clone();
     reference::saxpy(1.0, &x, &mut expected);
     kernels::saxpy::launch(shape(), 1.0, &x, &mut y).unwrap();
-    assert!(same_bits(&y, &expected), "a correct launch after the panics on {}", device.name());
+    assert!(
+        same_bits(&y, &expected),
+        "a correct launch after the panics on {}",
+        device.name()
+    );
     messages.pop().unwrap()
 }

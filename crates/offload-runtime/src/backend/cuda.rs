@@ -86,7 +86,9 @@ impl CudaBackend {
                 attr(Attr::CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z)?,
             ),
             multiprocessors: attr(Attr::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)?,
-            threads_per_multiprocessor: attr(Attr::CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR)?,
+            threads_per_multiprocessor: attr(
+                Attr::CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR,
+            )?,
         };
         let name = format!("{} (CUDA device {ordinal}, sm_{major}{minor})", ctx.name()?);
         Ok(CudaBackend {
@@ -101,16 +103,26 @@ impl CudaBackend {
     }
 
     fn driver_error(&self, operation: &'static str) -> impl Fn(DriverError) -> Error + '_ {
-        move |e| Error::Driver { device: self.name.clone(), operation, message: e.to_string() }
+        move |e| Error::Driver {
+            device: self.name.clone(),
+            operation,
+            message: e.to_string(),
+        }
     }
 
     fn bind(&self) -> Result<()> {
-        self.ctx.bind_to_thread().map_err(self.driver_error("binding the context"))
+        self.ctx
+            .bind_to_thread()
+            .map_err(self.driver_error("binding the context"))
     }
 
     /// The kernel's function handle, loading its crate's image on first use.
     fn function(&self, kernel: &Kernel) -> Result<sys::CUfunction> {
-        let no_image = |reason: String| Error::NoImage { kernel: kernel.name, device: self.name.clone(), reason };
+        let no_image = |reason: String| Error::NoImage {
+            kernel: kernel.name,
+            device: self.name.clone(),
+            reason,
+        };
         let mut modules = self.modules.lock().unwrap_or_else(|p| p.into_inner());
         let key = module_key(kernel);
         if !modules.contains_key(&key) {
@@ -121,12 +133,21 @@ impl CudaBackend {
                     None => format!("no image fits sm_{major}{minor}"),
                 })
             })?;
-            let module = load_module(image.format, image.bytes)
-                .map_err(|e| no_image(format!("the driver rejected the {:?} image for {}: {e}", image.format, image.target)))?;
+            let module = load_module(image.format, image.bytes).map_err(|e| {
+                no_image(format!(
+                    "the driver rejected the {:?} image for {}: {e}",
+                    image.format, image.target
+                ))
+            })?;
             tracing::debug!(device = %self.name, format = ?image.format, target = image.target, "loaded device image");
             // Inserted first, so that Drop unloads it even if the panic setup fails.
-            let loaded = modules.entry(key).or_insert(LoadedModule { module, functions: HashMap::new(), panics: None });
-            self.watch_panics(loaded).map_err(self.driver_error("setting up kernel panic reporting"))?;
+            let loaded = modules.entry(key).or_insert(LoadedModule {
+                module,
+                functions: HashMap::new(),
+                panics: None,
+            });
+            self.watch_panics(loaded)
+                .map_err(self.driver_error("setting up kernel panic reporting"))?;
         }
         let loaded = modules.get_mut(&key).expect("inserted above");
         if let Some(&f) = loaded.functions.get(kernel.name) {
@@ -134,8 +155,12 @@ impl CudaBackend {
         }
         let c_name = CString::new(kernel.name).expect("kernel names are identifiers");
         // SAFETY: the module is loaded and stays loaded while the backend lives.
-        let f = unsafe { result::module::get_function(loaded.module, c_name) }
-            .map_err(|e| no_image(format!("the image has no entry point `{}`: {e}", kernel.name)))?;
+        let f = unsafe { result::module::get_function(loaded.module, c_name) }.map_err(|e| {
+            no_image(format!(
+                "the image has no entry point `{}`: {e}",
+                kernel.name
+            ))
+        })?;
         loaded.functions.insert(kernel.name, f);
         Ok(f)
     }
@@ -145,22 +170,32 @@ impl CudaBackend {
     fn watch_panics(&self, loaded: &mut LoadedModule) -> std::result::Result<(), DriverError> {
         let global = |name: &str| {
             // SAFETY: the module is loaded.
-            unsafe { result::module::get_global(loaded.module, CString::new(name).expect("no NUL")) }.ok()
+            unsafe {
+                result::module::get_global(loaded.module, CString::new(name).expect("no NUL"))
+            }
+            .ok()
         };
-        let Some((record, bytes)) = global("OFFLOAD_PANIC_RECORD") else { return Ok(()) };
+        let Some((record, bytes)) = global("OFFLOAD_PANIC_RECORD") else {
+            return Ok(());
+        };
         if bytes != size_of::<PanicRecord>() {
             tracing::warn!(device = %self.name, bytes, "the image's panic record has an unknown layout: kernel panics go unreported");
             return Ok(());
         }
-        let flag_ptr = global("OFFLOAD_PANIC_FLAG_PTR").filter(|&(_, bytes)| bytes == size_of::<u64>());
+        let flag_ptr =
+            global("OFFLOAD_PANIC_FLAG_PTR").filter(|&(_, bytes)| bytes == size_of::<u64>());
         let host_flag = flag_ptr.and_then(|_| {
             // SAFETY: 4 bytes of pinned host memory, mapped into this (bound) context.
             unsafe { result::malloc_host(size_of::<u32>(), sys::CU_MEMHOSTALLOC_DEVICEMAP) }
                 .inspect_err(|e| tracing::debug!(device = %self.name, "no mapped pinned memory ({e}): kernel panics are checked by a copy per launch"))
                 .ok()
         });
-        let Some((host_flag, (flag_ptr, _))) = host_flag.map(|p| p as *mut u32).zip(flag_ptr) else {
-            loaded.panics = Some(PanicSlot { record, host_flag: std::ptr::null_mut() });
+        let Some((host_flag, (flag_ptr, _))) = host_flag.map(|p| p as *mut u32).zip(flag_ptr)
+        else {
+            loaded.panics = Some(PanicSlot {
+                record,
+                host_flag: std::ptr::null_mut(),
+            });
             return Ok(());
         };
         // SAFETY: a live, aligned allocation.
@@ -171,7 +206,8 @@ impl CudaBackend {
         // SAFETY: `host_flag` came from cuMemHostAlloc with DEVICEMAP. The copy is stream-ordered
         // before any launch from this module and waited for, so `device_address` outlives it.
         unsafe {
-            sys::cuMemHostGetDevicePointer_v2(&mut device_address, host_flag as *mut c_void, 0).result()?;
+            sys::cuMemHostGetDevicePointer_v2(&mut device_address, host_flag as *mut c_void, 0)
+                .result()?;
             result::memcpy_htod_async(flag_ptr, &[device_address], self.stream.cu_stream())?;
         }
         self.stream.synchronize()
@@ -188,7 +224,10 @@ impl PanicSlot {
     }
 }
 
-fn load_module(format: ImageFormat, bytes: &[u8]) -> std::result::Result<sys::CUmodule, DriverError> {
+fn load_module(
+    format: ImageFormat,
+    bytes: &[u8],
+) -> std::result::Result<sys::CUmodule, DriverError> {
     // cuModuleLoadData reads PTX as a NUL-terminated string.
     let owned;
     let image = match format {
@@ -231,9 +270,11 @@ impl Backend for CudaBackend {
         };
         match allocated {
             Ok(ptr) => Ok(DevicePtr(ptr)),
-            Err(DriverError(sys::CUresult::CUDA_ERROR_OUT_OF_MEMORY)) => {
-                Err(Error::OutOfMemory { kernel, device: self.name.clone(), bytes })
-            }
+            Err(DriverError(sys::CUresult::CUDA_ERROR_OUT_OF_MEMORY)) => Err(Error::OutOfMemory {
+                kernel,
+                device: self.name.clone(),
+                bytes,
+            }),
             Err(e) => Err(self.driver_error("allocating device memory")(e)),
         }
     }
@@ -280,7 +321,10 @@ impl Backend for CudaBackend {
         self.bind()?;
         let function = self.function(kernel)?;
         // cuLaunchKernel takes a pointer to each parameter's bytes; words live in `words`.
-        let words: Vec<u64> = params.iter().map(|p| if let Param::Word(w) = p { *w } else { 0 }).collect();
+        let words: Vec<u64> = params
+            .iter()
+            .map(|p| if let Param::Word(w) = p { *w } else { 0 })
+            .collect();
         let mut pointers: Vec<*mut c_void> = params
             .iter()
             .zip(&words)
@@ -303,17 +347,26 @@ impl Backend for CudaBackend {
                 &mut pointers,
             )
         }
-        .map_err(|e| Error::KernelFailed { kernel: kernel.name, device: self.name.clone(), message: format!("launch refused: {e}") })
+        .map_err(|e| Error::KernelFailed {
+            kernel: kernel.name,
+            device: self.name.clone(),
+            message: format!("launch refused: {e}"),
+        })
     }
 
     fn synchronize(&self) -> Result<()> {
         self.bind()?;
-        self.stream.synchronize().map_err(self.driver_error("synchronizing"))
+        self.stream
+            .synchronize()
+            .map_err(self.driver_error("synchronizing"))
     }
 
     fn take_panic(&self, kernel: &Kernel) -> Result<Option<String>> {
         let modules = self.modules.lock().unwrap_or_else(|p| p.into_inner());
-        let Some(slot) = modules.get(&module_key(kernel)).and_then(|m| m.panics.as_ref()) else {
+        let Some(slot) = modules
+            .get(&module_key(kernel))
+            .and_then(|m| m.panics.as_ref())
+        else {
             return Ok(None);
         };
         let failed = self.driver_error("reading the kernel's panic record");
@@ -341,7 +394,9 @@ impl Backend for CudaBackend {
         // launch, and the flag arms the record for the next launch.
         unsafe {
             result::memcpy_dtoh_async(record.as_bytes_mut(), slot.record, self.stream.cu_stream())
-                .and_then(|()| result::memset_d8_async(slot.record, 0, bytes, self.stream.cu_stream()))
+                .and_then(|()| {
+                    result::memset_d8_async(slot.record, 0, bytes, self.stream.cu_stream())
+                })
                 .and_then(|()| self.stream.synchronize())
                 .map_err(&failed)?;
             if !slot.host_flag.is_null() {

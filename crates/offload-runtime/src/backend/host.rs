@@ -19,7 +19,9 @@ pub struct HostBackend {
 
 impl HostBackend {
     pub fn new() -> Self {
-        HostBackend { name: format!("host CPU ({} threads)", rayon::current_num_threads()) }
+        HostBackend {
+            name: format!("host CPU ({} threads)", rayon::current_num_threads()),
+        }
     }
 
     pub fn name(&self) -> &str {
@@ -77,7 +79,11 @@ impl Staged {
         }
         // SAFETY: both regions hold `bytes` bytes and do not overlap.
         unsafe { copy_nonoverlapping(original, copy, bytes) };
-        Staged { copy, layout, original }
+        Staged {
+            copy,
+            layout,
+            original,
+        }
     }
 
     fn commit(&self) {
@@ -93,14 +99,29 @@ impl Drop for Staged {
     }
 }
 
-pub(crate) fn run(kernel: &Kernel, device: &Device, shape: Shape, args: &mut [KernelArg<'_>]) -> Result<()> {
+pub(crate) fn run(
+    kernel: &Kernel,
+    device: &Device,
+    shape: Shape,
+    args: &mut [KernelArg<'_>],
+) -> Result<()> {
     let mut staged = Vec::new();
     let staged_args: Vec<KernelArg<'_>> = args
         .iter()
         .map(|arg| match arg.data {
-            ArgData::SliceMut { ptr, len, elem_size, elem_align } if len * elem_size > 0 => {
+            ArgData::SliceMut {
+                ptr,
+                len,
+                elem_size,
+                elem_align,
+            } if len * elem_size > 0 => {
                 let stage = Staged::new(ptr, len * elem_size, elem_align);
-                let data = ArgData::SliceMut { ptr: stage.copy, len, elem_size, elem_align };
+                let data = ArgData::SliceMut {
+                    ptr: stage.copy,
+                    len,
+                    elem_size,
+                    elem_align,
+                };
                 staged.push(stage);
                 KernelArg::new(data)
             }
@@ -119,18 +140,30 @@ fn run_grid(kernel: &Kernel, device: &Device, shape: Shape, args: &[KernelArg<'_
     let run_block = |b: u64| {
         let block_idx = unlinear(b, grid);
         for t in 0..block.count() {
-            let ctx = ThreadContext { thread_idx: unlinear(t, block), block_idx, block_dim: block, grid_dim: grid };
+            let ctx = ThreadContext {
+                thread_idx: unlinear(t, block),
+                block_idx,
+                block_dim: block,
+                grid_dim: grid,
+            };
             // SAFETY: `shared` holds this kernel's arguments, built by its generated launcher.
             with_thread(ctx, || unsafe { (kernel.host_thread)(shared.get()) });
         }
     };
-    catch_unwind(AssertUnwindSafe(|| (0..blocks).into_par_iter().for_each(run_block))).map_err(|payload| {
+    catch_unwind(AssertUnwindSafe(|| {
+        (0..blocks).into_par_iter().for_each(run_block)
+    }))
+    .map_err(|payload| {
         let message = payload
             .downcast_ref::<&str>()
             .map(|s| s.to_string())
             .or_else(|| payload.downcast_ref::<String>().cloned())
             .unwrap_or_else(|| "panic with a non-string payload".to_string());
-        Error::KernelFailed { kernel: kernel.name, device: device.name().to_string(), message: format!("panicked: {message}") }
+        Error::KernelFailed {
+            kernel: kernel.name,
+            device: device.name().to_string(),
+            message: format!("panicked: {message}"),
+        }
     })
 }
 

@@ -12,7 +12,8 @@ use crate::Result;
 use std::sync::{Arc, MutexGuard};
 
 /// The GPU plugins, in the order their devices are listed. A new plugin is one more entry.
-const PLUGINS: &[(&str, fn() -> Result<Vec<Arc<dyn Backend>>, String>)] = &[("CUDA", cuda::discover)];
+const PLUGINS: &[(&str, fn() -> Result<Vec<Arc<dyn Backend>>, String>)] =
+    &[("CUDA", cuda::discover)];
 
 /// The devices of every plugin, and for each plugin that found none, why.
 pub(crate) fn discover_all() -> (Vec<Arc<dyn Backend>>, Vec<String>) {

@@ -1,0 +1,155 @@
+//! Expansion of `offload!`, the launch syntax of rustc nightly's `core::offload::offload!`, so a
+//! program written for it switches by changing the import.
+//!
+//! `offload! { kernel = path, workgroup_dim = [x, y, z], thread_dim = [x, y, z], dyn_cache = 0,
+//! device = index, args = (a, &x, &mut y) }` becomes a call of the kernel's typed launcher
+//! `path::launch(Launch…, a, &x, &mut y)`, so argument types are checked against the kernel's.
+
+use proc_macro2::{Span, TokenStream};
+use quote::{quote, quote_spanned};
+use syn::parse::{Parse, ParseStream};
+use syn::punctuated::Punctuated;
+use syn::spanned::Spanned;
+use syn::{Error, Expr, ExprLit, Ident, Lit, Result, Token};
+
+const FIELDS: &str = "kernel, args, workgroup_dim, thread_dim, dyn_cache, device";
+
+struct Field {
+    name: Ident,
+    value: Expr,
+}
+
+impl Parse for Field {
+    fn parse(input: ParseStream) -> Result<Self> {
+        let name: Ident = input.parse()?;
+        input.parse::<Token![=]>()?;
+        Ok(Field {
+            name,
+            value: input.parse()?,
+        })
+    }
+}
+
+#[derive(Default)]
+struct Fields {
+    kernel: Option<Expr>,
+    args: Option<Expr>,
+    workgroup_dim: Option<Expr>,
+    thread_dim: Option<Expr>,
+    dyn_cache: Option<Expr>,
+    device: Option<Expr>,
+}
+
+pub fn expand(input: TokenStream) -> Result<TokenStream> {
+    let parsed =
+        syn::parse::Parser::parse2(Punctuated::<Field, Token![,]>::parse_terminated, input)?;
+    let mut f = Fields::default();
+    for Field { name, value } in parsed {
+        let slot = match name.to_string().as_str() {
+            "kernel" => &mut f.kernel,
+            "args" => &mut f.args,
+            "workgroup_dim" => &mut f.workgroup_dim,
+            "thread_dim" => &mut f.thread_dim,
+            "dyn_cache" => &mut f.dyn_cache,
+            "device" => &mut f.device,
+            other => {
+                return Err(Error::new(
+                    name.span(),
+                    format!("unknown field `{other}`; expected one of {FIELDS}"),
+                ))
+            }
+        };
+        if slot.is_some() {
+            return Err(Error::new(name.span(), format!("duplicate field `{name}`")));
+        }
+        *slot = Some(value);
+    }
+    let missing = |what: &str| Error::new(Span::call_site(), format!("missing field `{what}`"));
+    let kernel = f.kernel.ok_or_else(|| missing("kernel"))?;
+    let args = f.args.ok_or_else(|| missing("args"))?;
+
+    let kernel = match kernel {
+        Expr::Path(p) if p.qself.is_none() && p.attrs.is_empty() => p.path,
+        other => {
+            return Err(Error::new_spanned(
+                other,
+                "`kernel` must name an #[offload::kernel] function",
+            ))
+        }
+    };
+    // rustc's arity errors point at the call; spanning it at the tuple points them there.
+    let args_span = args.span();
+    let args: Vec<Expr> = match args {
+        Expr::Tuple(t) => t.elems.into_iter().collect(),
+        // `(x)` is a parenthesized value, not a tuple; taking it as one argument is what was meant.
+        Expr::Paren(p) => vec![*p.expr],
+        other => {
+            return Err(Error::new_spanned(
+                other,
+                "`args` must be a tuple, e.g. args = (a, &x, &mut y)",
+            ))
+        }
+    };
+    if let Some(dyn_cache) = &f.dyn_cache {
+        check_dyn_cache(dyn_cache)?;
+    }
+    // std::offload's defaults: one workgroup of one thread.
+    let grid = dim("workgroup_dim", f.workgroup_dim)?;
+    let block = dim("thread_dim", f.thread_dim)?;
+
+    let launcher = quote_spanned! {kernel.span()=> #kernel::launch };
+    let launch = match &f.device {
+        None => quote! { ::offload::Launch::auto() },
+        Some(_) => quote! { ::offload::Launch::on(&__offload_device) },
+    };
+    // rustc alone reports a wrong count as "takes 4 arguments" (counting the Launch) with a
+    // garbled suggestion; this check names the kernel's parameters instead.
+    let given = args.len();
+    let check = quote_spanned! {args_span=> const _: () = #kernel::__offload_check_arity(#given); };
+    let call = quote_spanned! {args_span=> { #check #launcher(#launch.grid(#grid).block(#block), #(#args),*) } };
+    Ok(match f.device {
+        None => call,
+        // A plain block, not a closure, so the arguments' borrows are not moved anywhere.
+        Some(index) => quote! {
+            match ::offload::Device::by_index(#index) {
+                ::core::result::Result::Ok(__offload_device) => #call,
+                ::core::result::Result::Err(e) => ::core::result::Result::Err(e),
+            }
+        },
+    })
+}
+
+/// Dynamic shared memory is not implemented by the runtime, so only 0 is accepted.
+fn check_dyn_cache(value: &Expr) -> Result<()> {
+    match value {
+        Expr::Lit(ExprLit {
+            lit: Lit::Int(n), ..
+        }) if n.base10_parse::<u64>().ok() == Some(0) => Ok(()),
+        other => Err(Error::new_spanned(
+            other,
+            "dyn_cache (dynamic shared memory) is not supported yet; use 0",
+        )),
+    }
+}
+
+/// A `[x, y, z]` launch dimension as a `[u32; 3]` expression; absent is `[1, 1, 1]`.
+fn dim(field: &str, value: Option<Expr>) -> Result<TokenStream> {
+    let value = match value {
+        None => return Ok(quote! { [1u32, 1u32, 1u32] }),
+        Some(v) => v,
+    };
+    let wrong = |v: &Expr| {
+        Error::new_spanned(
+            v,
+            format!("`{field}` must be a 3-element array, e.g. {field} = [256, 1, 1]"),
+        )
+    };
+    match &value {
+        Expr::Array(a) if a.elems.len() == 3 => {}
+        Expr::Array(_) | Expr::Lit(_) | Expr::Tuple(_) => return Err(wrong(&value)),
+        // `[n; 3]`, a variable or a call: rustc checks that it is a `[u32; 3]`.
+        _ => {}
+    }
+    let span = value.span();
+    Ok(quote_spanned! {span=> { let __offload_dim: [u32; 3] = #value; __offload_dim } })
+}
