@@ -1,12 +1,6 @@
-// The images `offload::embed_images!()` would embed; none in these tests.
-static __OFFLOAD_IMAGES: offload::ImageSet = offload::ImageSet { images: &[], kernels: &[], unavailable: Some("ui test") };
+include!("shared/no_images.rs");
 
-#[offload::kernel]
-fn saxpy(a: f32, x: &[f32], y: &mut [f32]) {
-    for (i, y) in y.iter_mine() {
-        *y += a * x[i];
-    }
-}
+include!("shared/saxpy.rs");
 
 fn main() {
     let x = vec![1.0f32; 4];

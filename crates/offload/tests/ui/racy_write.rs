@@ -1,5 +1,4 @@
-// The images `offload::embed_images!()` would embed; none in these tests.
-static __OFFLOAD_IMAGES: offload::ImageSet = offload::ImageSet { images: &[], kernels: &[], unavailable: Some("ui test") };
+include!("shared/no_images.rs");
 
 // Writing any element of an output from every thread would race: the safe view does not index.
 #[offload::kernel]
