@@ -65,3 +65,22 @@ pub fn thread_ids(ids: &mut [u32], totals: &mut [u32]) {
         *t = global_threads() as u32;
     }
 }
+
+/// A mix of math functions in f32 and f64; the same bits on every backend (see `offload::math`).
+#[offload::kernel]
+pub fn math_mix(x: &[f32], out32: &mut [f32], out64: &mut [f64]) {
+    for (i, o) in out32.iter_mine() {
+        let v = x[i];
+        *o = math::sqrt(math::abs(v)) + math::exp(v) * math::sin(v) - math::ln(1.0 + math::abs(v))
+            + math::tanh(v) * math::cos(v)
+            + math::powf(math::abs(v), 1.5)
+            + math::mul_add(v, 3.0, 0.5);
+    }
+    for (i, o) in out64.iter_mine() {
+        let v = x[i] as f64;
+        *o = math::sqrt(math::abs(v)) + math::exp(v) * math::sin(v) - math::ln(1.0 + math::abs(v))
+            + math::tanh(v) * math::cos(v)
+            + math::powf(math::abs(v), 1.5)
+            + math::mul_add(v, 3.0, 0.5);
+    }
+}

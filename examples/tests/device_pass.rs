@@ -8,7 +8,7 @@ use offload::{ImageFormat, ImageSet};
 use std::io::Write;
 use std::process::Command;
 
-const KERNELS: [&str; 4] = ["saxpy", "stencil5", "add_sub", "thread_ids"];
+const KERNELS: [&str; 5] = ["saxpy", "stencil5", "add_sub", "thread_ids", "math_mix"];
 
 fn images(test: &str) -> Option<&'static ImageSet> {
     let images = &offload_examples::__OFFLOAD_IMAGES;

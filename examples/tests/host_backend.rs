@@ -29,6 +29,11 @@ host_test!(
     invalid_launches_are_errors_naming_the_limit,
 );
 
+#[test]
+fn math_kernel_is_accurate() {
+    common::math_kernel_is_accurate(&host());
+}
+
 /// A kernel that panics (a bounds check) makes the launch an `Err` carrying the panic message,
 /// and leaves the output slice as it was.
 #[test]

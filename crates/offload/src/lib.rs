@@ -54,6 +54,7 @@ pub mod prelude {
         block_dim, block_idx, global_id, global_threads, grid_dim, thread_idx, DeviceCopy, Dim3,
         ThreadSlice,
     };
+    pub use offload_kernel::math;
     pub use offload_macros::DeviceCopy;
 }
 

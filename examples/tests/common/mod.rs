@@ -226,3 +226,21 @@ pub fn kernel_panic_is_an_error_and_outputs_are_untouched(device: &Device) -> St
     );
     messages.pop().unwrap()
 }
+
+/// The math kernel on `device`: close to `std`'s f64 math on the host (documented libm error),
+/// returned for bit comparisons between backends.
+pub fn math_kernel_is_accurate(device: &Device) -> (Vec<f32>, Vec<f64>) {
+    let x: Vec<f32> = floats(100_003, 12).iter().map(|v| v * 4.0).collect();
+    let (mut out32, mut out64) = (vec![f32::NAN; x.len()], vec![f64::NAN; x.len()]);
+    kernels::math_mix::launch(Launch::on(device), &x, &mut out32, &mut out64).unwrap();
+    for (i, &v) in x.iter().enumerate() {
+        let v = v as f64;
+        let want = v.abs().sqrt() + v.exp() * v.sin() - (1.0 + v.abs()).ln() + v.tanh() * v.cos()
+            + v.abs().powf(1.5)
+            + v.mul_add(3.0, 0.5);
+        let scale = 1.0 + v.exp() + v.abs().powf(1.5) + 3.0 * v.abs();
+        assert!((out64[i] - want).abs() <= 1e-14 * scale, "f64 at x={v}: {} vs {want}", out64[i]);
+        assert!((out32[i] as f64 - want).abs() <= 1e-5 * scale, "f32 at x={v}: {} vs {want}", out32[i]);
+    }
+    (out32, out64)
+}
