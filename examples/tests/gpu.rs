@@ -97,11 +97,19 @@ fn default_device_is_the_gpu_and_data_moves_both_ways() {
 /// The math kernel gives the same bits on the GPU as on the host backend, in f32 and f64.
 #[test]
 fn math_kernel_matches_host_backend_bit_for_bit() {
-    let Some(gpu) = gpu("math_kernel_matches_host_backend_bit_for_bit") else { return };
+    let Some(gpu) = gpu("math_kernel_matches_host_backend_bit_for_bit") else {
+        return;
+    };
     let (gpu32, gpu64) = common::math_kernel_is_accurate(&gpu);
     let (host32, host64) = common::math_kernel_is_accurate(&Device::host());
     let bits32 = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
     let bits64 = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
-    assert!(bits32(&gpu32) == bits32(&host32), "f32 results differ between GPU and host");
-    assert!(bits64(&gpu64) == bits64(&host64), "f64 results differ between GPU and host");
+    assert!(
+        bits32(&gpu32) == bits32(&host32),
+        "f32 results differ between GPU and host"
+    );
+    assert!(
+        bits64(&gpu64) == bits64(&host64),
+        "f64 results differ between GPU and host"
+    );
 }

@@ -4,15 +4,18 @@
 //! host (reading the thread context that the host backend sets before it runs each GPU thread),
 //! so one kernel body gives the same results on both.
 #![no_std]
-#![cfg_attr(target_arch = "nvptx64", feature(stdarch_nvptx, asm_experimental_arch, core_intrinsics))]
+#![cfg_attr(
+    target_arch = "nvptx64",
+    feature(stdarch_nvptx, asm_experimental_arch, core_intrinsics)
+)]
 #![cfg_attr(target_arch = "nvptx64", allow(internal_features))]
 
 #[cfg(not(target_arch = "nvptx64"))]
 extern crate std;
 
 mod device_copy;
-pub mod math;
 mod index;
+pub mod math;
 #[doc(hidden)]
 pub mod panic_record;
 mod thread_slice;

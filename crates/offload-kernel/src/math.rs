@@ -96,7 +96,17 @@ macro_rules! free_functions {
     };
 }
 
-free_functions!(sqrt(), mul_add(a, b), abs(), exp(), ln(), sin(), cos(), tanh(), powf(exponent));
+free_functions!(
+    sqrt(),
+    mul_add(a, b),
+    abs(),
+    exp(),
+    ln(),
+    sin(),
+    cos(),
+    tanh(),
+    powf(exponent)
+);
 
 #[cfg(test)]
 mod tests {
@@ -115,10 +125,14 @@ mod tests {
             assert_eq!(abs(x), x.abs());
             assert_eq!(mul_add(x, 3.0, 1.0), x.mul_add(3.0, 1.0));
             let xf = x as f32;
-            let closef = |got: f32, want: f64| ((got as f64) - want).abs() <= 2.5e-7 * want.abs().max(1e-30);
+            let closef =
+                |got: f32, want: f64| ((got as f64) - want).abs() <= 2.5e-7 * want.abs().max(1e-30);
             assert!(closef(exp(xf), (xf as f64).exp()), "expf({xf})");
             assert!(closef(sin(xf), (xf as f64).sin()), "sinf({xf})");
-            assert!(closef(powf(xf.abs(), 1.5f32), (xf.abs() as f64).powf(1.5)), "powf({xf})");
+            assert!(
+                closef(powf(xf.abs(), 1.5f32), (xf.abs() as f64).powf(1.5)),
+                "powf({xf})"
+            );
             if x > 0.0 {
                 assert!(close(ln(x), x.ln()), "ln({x})");
             }

@@ -8,7 +8,7 @@
 //!   descriptor, and the host-backend entry that runs one GPU thread).
 
 use crate::params::{self, Param, Passing};
-use proc_macro2::{Span, TokenStream};
+use proc_macro2::TokenStream;
 use quote::{format_ident, quote};
 use syn::{Error, Ident, ItemFn, Result, ReturnType};
 
@@ -189,15 +189,13 @@ fn expand_host(func: &ItemFn, params: &[Param], body_fn: &Ident) -> TokenStream 
         format!("`args` of offload! has the wrong length: kernel `{name_str}` takes {arity} argument{} ({})", if arity == 1 { "" } else { "s" }, list.join(", "))
     };
     let images = quote! { crate::__OFFLOAD_IMAGES };
-    let span = Span::call_site();
-    let launch = Ident::new("launch", span);
     let host_cfg: TokenStream = format!("not({DEVICE_CFG})").parse().unwrap();
     quote! {
         #[cfg(#host_cfg)]
         #[doc = #doc_launcher]
         #[allow(clippy::too_many_arguments)]
         #vis fn #name(#(#sig_inputs),*) -> ::offload::Result<()> {
-            #name::#launch(::offload::Launch::auto(), #(#names),*)
+            #name::launch(::offload::Launch::auto(), #(#names),*)
         }
 
         #[cfg(#host_cfg)]

@@ -102,7 +102,7 @@ impl<'a> KernelArg<'a> {
     ///
     /// # Safety
     /// The argument was made by [`KernelArg::slice`] with this `T`.
-    pub unsafe fn as_slice<'s, T: DeviceCopy>(&'s self) -> &'s [T] {
+    pub unsafe fn as_slice<T: DeviceCopy>(&self) -> &[T] {
         match self.data {
             ArgData::Slice { ptr, len, .. } => unsafe {
                 offload_kernel::slice_from_raw(ptr as *const T, len)

@@ -50,11 +50,11 @@ pub use offload_runtime::{
 
 /// What a kernels module usually imports.
 pub mod prelude {
+    pub use offload_kernel::math;
     pub use offload_kernel::{
         block_dim, block_idx, global_id, global_threads, grid_dim, thread_idx, DeviceCopy, Dim3,
         ThreadSlice,
     };
-    pub use offload_kernel::math;
     pub use offload_macros::DeviceCopy;
 }
 

@@ -12,8 +12,10 @@ use crate::Result;
 use std::sync::{Arc, MutexGuard};
 
 /// The GPU plugins, in the order their devices are listed. A new plugin is one more entry.
-const PLUGINS: &[(&str, fn() -> Result<Vec<Arc<dyn Backend>>, String>)] =
-    &[("CUDA", cuda::discover)];
+/// A plugin's discovery: its devices, or why it has none.
+type Discover = fn() -> Result<Vec<Arc<dyn Backend>>, String>;
+
+const PLUGINS: &[(&str, Discover)] = &[("CUDA", cuda::discover)];
 
 /// The devices of every plugin, and for each plugin that found none, why.
 pub(crate) fn discover_all() -> (Vec<Arc<dyn Backend>>, Vec<String>) {
