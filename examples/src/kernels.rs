@@ -84,3 +84,5 @@ pub fn math_mix(x: &[f32], out32: &mut [f32], out64: &mut [f64]) {
             + math::mul_add(v, 3.0, 0.5);
     }
 }
+
+pub mod atomics;

@@ -41,6 +41,14 @@ macro_rules! gpu_test {
             }
         }
     };
+    (in $module:ident: $name:ident) => {
+        #[test]
+        fn $name() {
+            if let Some(device) = gpu(stringify!($name)) {
+                common::$module::$name(&device);
+            }
+        }
+    };
 }
 
 gpu_test!(saxpy_matches_cpu);
@@ -49,6 +57,8 @@ gpu_test!(integer_kernel_with_two_outputs_matches_cpu);
 gpu_test!(every_launch_shape_covers_every_element);
 gpu_test!(global_ids_are_dense_and_unique);
 gpu_test!(invalid_launches_are_errors_naming_the_limit);
+gpu_test!(in atomics: histogram_counts_equal_cpu);
+gpu_test!(in atomics: atomic_operations_match_cpu);
 
 /// A panicking GPU thread comes back as an error naming where it panicked (the file relative to
 /// the package, as the device pass remaps it) and which thread it was.

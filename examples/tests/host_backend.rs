@@ -18,6 +18,14 @@ macro_rules! host_test {
             }
         )*
     };
+    (in $module:ident: $($name:ident),* $(,)?) => {
+        $(
+            #[test]
+            fn $name() {
+                common::$module::$name(&host());
+            }
+        )*
+    };
 }
 
 host_test!(
@@ -28,6 +36,8 @@ host_test!(
     global_ids_are_dense_and_unique,
     invalid_launches_are_errors_naming_the_limit,
 );
+
+host_test!(in atomics: histogram_counts_equal_cpu, atomic_operations_match_cpu);
 
 #[test]
 fn math_kernel_is_accurate() {

@@ -205,3 +205,38 @@ pub fn global_id() -> usize {
 pub fn global_threads() -> usize {
     (grid_dim().count() * block_dim().count()) as usize
 }
+
+/// The indices below `len` that this thread handles in a grid-stride loop: `global_id()`, then
+/// every `global_threads()`-th after it. Together the threads of a launch visit `0..len` once,
+/// whatever the launch shape: the way to walk a `&[T]` input (as `ThreadSlice::iter_mine` walks
+/// an output).
+#[inline(always)]
+pub fn grid_stride(len: usize) -> GridStride {
+    GridStride {
+        next: global_id(),
+        len,
+        stride: global_threads(),
+    }
+}
+
+/// Iterator of [`grid_stride`].
+pub struct GridStride {
+    next: usize,
+    len: usize,
+    stride: usize,
+}
+
+impl Iterator for GridStride {
+    type Item = usize;
+
+    #[inline(always)]
+    fn next(&mut self) -> Option<usize> {
+        let i = self.next;
+        if i < self.len {
+            self.next = i + self.stride;
+            Some(i)
+        } else {
+            None
+        }
+    }
+}

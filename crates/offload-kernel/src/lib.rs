@@ -13,17 +13,24 @@
 #[cfg(not(target_arch = "nvptx64"))]
 extern crate std;
 
+mod atomic;
 mod device_copy;
+mod fence;
 mod index;
 pub mod math;
 #[doc(hidden)]
 pub mod panic_record;
 mod thread_slice;
 
+pub use atomic::Atomic;
 pub use device_copy::DeviceCopy;
+pub use fence::{fence_block, fence_device, fence_system};
 #[cfg(not(target_arch = "nvptx64"))]
 pub use index::host_context;
-pub use index::{block_dim, block_idx, global_id, global_threads, grid_dim, thread_idx, Dim3};
+pub use index::{
+    block_dim, block_idx, global_id, global_threads, grid_dim, grid_stride, thread_idx, Dim3,
+    GridStride,
+};
 pub use thread_slice::{MineIter, ThreadSlice};
 
 /// Rebuild a read-only slice parameter from the (pointer, length) pair of the device ABI.

@@ -130,6 +130,10 @@ fn expand_device_entry(func: &ItemFn, params: &[Param], body_fn: &Ident) -> Toke
                 inputs.push(quote! { #ptr: *mut #elem, #len: usize });
                 args.push(quote! { ::offload::ThreadSlice::from_raw_parts(#ptr, #len) });
             }
+            Passing::Atomic => {
+                inputs.push(quote! { #ptr: *mut #elem, #len: usize });
+                args.push(quote! { ::offload::Atomic::slice_from_raw(#ptr, #len) });
+            }
         }
     }
     quote! {
@@ -157,8 +161,11 @@ fn expand_host(func: &ItemFn, params: &[Param], body_fn: &Ident) -> TokenStream 
     let sig_inputs: Vec<TokenStream> = params
         .iter()
         .map(|p| {
-            let (n, ty) = (&p.name, &p.ty);
-            quote! { #n: #ty }
+            let (n, ty, elem) = (&p.name, &p.ty, &p.elem);
+            match p.passing {
+                Passing::Atomic => quote! { #n: &mut [#elem] },
+                _ => quote! { #n: #ty },
+            }
         })
         .collect();
     let kernel_args = params.iter().map(|p| {
@@ -167,6 +174,7 @@ fn expand_host(func: &ItemFn, params: &[Param], body_fn: &Ident) -> TokenStream 
             Passing::Value => quote! { ::offload::__private::KernelArg::value(&#n) },
             Passing::Slice => quote! { ::offload::__private::KernelArg::slice(#n) },
             Passing::SliceMut => quote! { ::offload::__private::KernelArg::slice_mut(#n) },
+            Passing::Atomic => quote! { ::offload::__private::KernelArg::atomics(#n) },
         }
     });
     let host_args = params.iter().enumerate().map(|(i, p)| {
@@ -175,16 +183,14 @@ fn expand_host(func: &ItemFn, params: &[Param], body_fn: &Ident) -> TokenStream 
             Passing::Value => quote! { args[#i].read_value::<#elem>() },
             Passing::Slice => quote! { args[#i].as_slice::<#elem>() },
             Passing::SliceMut => quote! { args[#i].as_thread_slice::<#elem>() },
+            Passing::Atomic => quote! { args[#i].as_atomics::<#elem>() },
         }
     });
     let arity = params.len();
     let arity_msg = {
-        let list: Vec<String> = params
+        let list: Vec<String> = sig_inputs
             .iter()
-            .map(|p| {
-                let ty = &p.ty;
-                format!("{}: {}", p.name, quote!(#ty).to_string().replace("& ", "&"))
-            })
+            .map(|input| input.to_string().replace(" :", ":").replace("& ", "&"))
             .collect();
         format!("`args` of offload! has the wrong length: kernel `{name_str}` takes {arity} argument{} ({})", if arity == 1 { "" } else { "s" }, list.join(", "))
     };

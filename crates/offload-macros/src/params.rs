@@ -1,6 +1,6 @@
 //! How each kernel parameter crosses to the device, decided from its written type.
 
-use syn::{Error, FnArg, Ident, Pat, Result, Type};
+use syn::{Error, FnArg, GenericArgument, Ident, Pat, PathArguments, Result, Type};
 
 pub enum Passing {
     /// Scalar or `DeviceCopy` struct, by value.
@@ -9,6 +9,9 @@ pub enum Passing {
     Slice,
     /// `&mut [T]`: copied to the device and back; a `ThreadSlice<T>` in the kernel.
     SliceMut,
+    /// `&[Atomic<T>]`: the caller passes `&mut [T]`, copied to the device and back; every thread
+    /// reaches every element, atomically.
+    Atomic,
 }
 
 pub struct Param {
@@ -16,7 +19,7 @@ pub struct Param {
     pub mutable_binding: bool,
     /// The type as written, used in the launcher's signature.
     pub ty: Type,
-    /// `T` of `&[T]` / `&mut [T]`, or the value's own type.
+    /// `T` of `&[T]` / `&mut [T]` / `&[Atomic<T>]`, or the value's own type.
     pub elem: Type,
     pub passing: Passing,
 }
@@ -54,8 +57,17 @@ pub fn parse(arg: &FnArg) -> Result<Param> {
                     ))
                 }
             };
-            let passing = if r.mutability.is_some() { Passing::SliceMut } else { Passing::Slice };
-            (elem, passing)
+            match (atomic_elem(&elem), r.mutability.is_some()) {
+                (Some(inner), false) => (inner, Passing::Atomic),
+                (Some(_), true) => {
+                    return Err(Error::new_spanned(
+                        r,
+                        "atomics are shared by every thread: take them as `&[Atomic<T>]`",
+                    ))
+                }
+                (None, true) => (elem, Passing::SliceMut),
+                (None, false) => (elem, Passing::Slice),
+            }
         }
         Type::Ptr(p) => {
             return Err(Error::new_spanned(
@@ -73,4 +85,20 @@ pub fn parse(arg: &FnArg) -> Result<Param> {
         elem,
         passing,
     })
+}
+
+/// `T` of a slice element written `Atomic<T>` (any path ending in `Atomic`).
+fn atomic_elem(elem: &Type) -> Option<Type> {
+    let Type::Path(path) = elem else { return None };
+    let last = path.path.segments.last()?;
+    if last.ident != "Atomic" {
+        return None;
+    }
+    match &last.arguments {
+        PathArguments::AngleBracketed(args) if args.args.len() == 1 => match &args.args[0] {
+            GenericArgument::Type(inner) => Some(inner.clone()),
+            _ => None,
+        },
+        _ => None,
+    }
 }

@@ -5,7 +5,7 @@ use crate::image::ImageSet;
 use crate::launch::Launch;
 use crate::report::LaunchReport;
 use crate::{transfer, Result};
-use offload_kernel::{DeviceCopy, ThreadSlice};
+use offload_kernel::{Atomic, DeviceCopy, ThreadSlice};
 use std::marker::PhantomData;
 use std::mem::size_of;
 use std::time::Instant;
@@ -42,6 +42,9 @@ pub(crate) enum ArgData {
         len: usize,
         elem_size: usize,
         elem_align: usize,
+        /// Seen by the kernel as `&[Atomic<T>]`, shared by all threads: not an output that
+        /// sizes the default grid.
+        atomic: bool,
     },
 }
 
@@ -77,6 +80,18 @@ impl<'a> KernelArg<'a> {
             len: slice.len(),
             elem_size: size_of::<T>(),
             elem_align: std::mem::align_of::<T>(),
+            atomic: false,
+        })
+    }
+
+    /// A `&mut [T]` that the kernel takes as `&[Atomic<T>]`.
+    pub fn atomics<T: DeviceCopy>(slice: &'a mut [T]) -> Self {
+        Self::new(ArgData::SliceMut {
+            ptr: slice.as_mut_ptr() as *mut u8,
+            len: slice.len(),
+            elem_size: size_of::<T>(),
+            elem_align: std::mem::align_of::<T>(),
+            atomic: true,
         })
     }
 
@@ -120,6 +135,22 @@ impl<'a> KernelArg<'a> {
         match self.data {
             ArgData::SliceMut { ptr, len, .. } => unsafe {
                 ThreadSlice::from_raw_parts(ptr as *mut T, len)
+            },
+            _ => unreachable!("argument kind mismatch in generated code"),
+        }
+    }
+
+    /// The host slice of a `&mut [T]` argument that the kernel takes as `&[Atomic<T>]`.
+    ///
+    /// # Safety
+    /// The argument was made by [`KernelArg::atomics`] with this `T`, and the kernel reaches its
+    /// elements only through the returned atomics (no `&mut` view of it exists meanwhile).
+    pub unsafe fn as_atomics<T: DeviceCopy>(&self) -> &[Atomic<T>] {
+        match self.data {
+            // SAFETY: per this function's contract; a `&mut [T]` is aligned for `T`, and
+            // `Atomic<T>` has `T`'s alignment for every `T` it has operations for.
+            ArgData::SliceMut { ptr, len, .. } => unsafe {
+                Atomic::slice_from_raw(ptr as *mut T, len)
             },
             _ => unreachable!("argument kind mismatch in generated code"),
         }

@@ -118,11 +118,17 @@ fn default_blocks(items: u64, per_block: u64, limits: &Limits) -> u64 {
     batched.max(one_per_thread.min(resident)).max(1)
 }
 
-/// The element count the default grid covers.
+/// The element count the default grid covers: the longest output (atomics are shared, not
+/// outputs split among the threads), else the longest input.
 fn default_items(args: &[KernelArg<'_>]) -> usize {
-    let longest = |mutable: bool| {
+    let longest = |output: bool| {
         args.iter()
-            .filter(|a| matches!(a.data, crate::kernel::ArgData::SliceMut { .. }) == mutable)
+            .filter(|a| {
+                matches!(
+                    a.data,
+                    crate::kernel::ArgData::SliceMut { atomic: false, .. }
+                ) == output
+            })
             .filter_map(|a| a.data.slice_len())
             .max()
     };
@@ -221,5 +227,10 @@ mod tests {
         assert_eq!(default_items(&args), 1000);
         let a = 1.0f32;
         assert_eq!(default_items(&[KernelArg::value(&a)]), 1);
+        let mut bins = [0u32; 2000];
+        let args = [KernelArg::slice(&x), KernelArg::atomics(&mut bins)];
+        assert_eq!(default_items(&args), 2000, "atomics count as inputs");
+        let args = [KernelArg::atomics(&mut bins), KernelArg::slice_mut(&mut y)];
+        assert_eq!(default_items(&args), 300);
     }
 }

@@ -52,8 +52,8 @@ pub use offload_runtime::{
 pub mod prelude {
     pub use offload_kernel::math;
     pub use offload_kernel::{
-        block_dim, block_idx, global_id, global_threads, grid_dim, thread_idx, DeviceCopy, Dim3,
-        ThreadSlice,
+        block_dim, block_idx, fence_block, fence_device, fence_system, global_id, global_threads,
+        grid_dim, grid_stride, thread_idx, Atomic, DeviceCopy, Dim3, ThreadSlice,
     };
     pub use offload_macros::DeviceCopy;
 }

@@ -2,6 +2,8 @@
 //! device and compares with plain CPU loops, bit for bit.
 #![allow(dead_code)]
 
+pub mod atomics;
+
 use offload::{Device, Dim3, Error, Launch};
 use offload_examples::kernels::{self, Grid2};
 use offload_examples::reference;

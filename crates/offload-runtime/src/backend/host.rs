@@ -114,6 +114,7 @@ pub(crate) fn run(
                 len,
                 elem_size,
                 elem_align,
+                atomic,
             } if len * elem_size > 0 => {
                 let stage = Staged::new(ptr, len * elem_size, elem_align);
                 let data = ArgData::SliceMut {
@@ -121,6 +122,7 @@ pub(crate) fn run(
                     len,
                     elem_size,
                     elem_align,
+                    atomic,
                 };
                 staged.push(stage);
                 KernelArg::new(data)

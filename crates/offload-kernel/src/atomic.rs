@@ -1,0 +1,253 @@
+//! Atomic memory operations for kernels: the shared mutable access that histograms, counters and
+//! global reductions need, safe because every access to an [`Atomic`] is atomic.
+//!
+//! A kernel parameter written `&[Atomic<T>]` is passed by the caller as `&mut [T]`: copied to the
+//! device and back like any `&mut [T]`, but every thread of the launch may reach every element.
+//! `T` is one of `i32`, `u32`, `i64`, `u64`, `f32` (add, min, max, exchange, compare-exchange,
+//! load, store) or `f64` (add, exchange, compare-exchange, load, store).
+//!
+//! All operations are *relaxed*, as CUDA's `atomicAdd` and friends: each is indivisible, but they
+//! order nothing else. Use a fence ([`crate::fence_device`]) to publish other writes. Integer operations are
+//! `core::sync::atomic`'s (PTX `atom.add`, `atom.min`… on the GPU); `f32`/`f64` addition is PTX
+//! `atom.add.f32`/`.f64` on the GPU and a compare-exchange loop on the host, and `f32` min/max a
+//! compare-exchange loop on both sides (`f32::min`/`max` semantics: a NaN operand is ignored).
+
+use core::cell::UnsafeCell;
+use core::sync::atomic::{AtomicI32, AtomicI64, AtomicU32, AtomicU64, Ordering::Relaxed};
+
+/// A `T` that any number of threads may update at once. Same size and alignment as `T`.
+#[repr(transparent)]
+pub struct Atomic<T> {
+    value: UnsafeCell<T>,
+}
+
+// SAFETY: every access to the value goes through an atomic operation.
+unsafe impl<T: Send> Sync for Atomic<T> {}
+
+impl<T> Atomic<T> {
+    pub const fn new(value: T) -> Self {
+        Atomic {
+            value: UnsafeCell::new(value),
+        }
+    }
+
+    pub fn into_inner(self) -> T {
+        self.value.into_inner()
+    }
+
+    /// The memory behind a device-ABI slice, seen as atomics.
+    ///
+    /// # Safety
+    /// For `len > 0`, `ptr..ptr+len` must be valid for reads and writes, aligned for the atomic
+    /// type of `T`, and reached only through atomic operations for `'a`.
+    #[doc(hidden)]
+    #[inline(always)]
+    pub unsafe fn slice_from_raw<'a>(ptr: *mut T, len: usize) -> &'a [Atomic<T>] {
+        if len == 0 {
+            &[]
+        } else {
+            // SAFETY: per the contract; `Atomic<T>` is `repr(transparent)` over `T`.
+            unsafe { core::slice::from_raw_parts(ptr as *const Atomic<T>, len) }
+        }
+    }
+}
+
+/// Integer atomics: straight `core::sync::atomic` operations, relaxed.
+macro_rules! integer_atomic {
+    ($t:ty, $core:ty) => {
+        // The core atomic must fit the plain integer's layout for the casts below.
+        const _: () = assert!(
+            core::mem::align_of::<$core>() == core::mem::align_of::<$t>()
+                && core::mem::size_of::<$core>() == core::mem::size_of::<$t>()
+        );
+
+        impl Atomic<$t> {
+            #[inline(always)]
+            fn core(&self) -> &$core {
+                // SAFETY: same size and alignment (checked above), and the value is only
+                // accessed atomically.
+                unsafe { <$core>::from_ptr(self.value.get()) }
+            }
+
+            /// Adds `v` (wrapping) and returns the previous value.
+            #[inline(always)]
+            pub fn fetch_add(&self, v: $t) -> $t {
+                self.core().fetch_add(v, Relaxed)
+            }
+            /// Stores the minimum of the value and `v`; returns the previous value.
+            #[inline(always)]
+            pub fn fetch_min(&self, v: $t) -> $t {
+                self.core().fetch_min(v, Relaxed)
+            }
+            /// Stores the maximum of the value and `v`; returns the previous value.
+            #[inline(always)]
+            pub fn fetch_max(&self, v: $t) -> $t {
+                self.core().fetch_max(v, Relaxed)
+            }
+            /// Stores `v` and returns the previous value.
+            #[inline(always)]
+            pub fn swap(&self, v: $t) -> $t {
+                self.core().swap(v, Relaxed)
+            }
+            /// Stores `new` if the value is `current`: `Ok(previous)` if it did, else
+            /// `Err(actual value)`.
+            #[inline(always)]
+            pub fn compare_exchange(&self, current: $t, new: $t) -> Result<$t, $t> {
+                self.core().compare_exchange(current, new, Relaxed, Relaxed)
+            }
+            #[inline(always)]
+            pub fn load(&self) -> $t {
+                self.core().load(Relaxed)
+            }
+            #[inline(always)]
+            pub fn store(&self, v: $t) {
+                self.core().store(v, Relaxed)
+            }
+        }
+    };
+}
+
+integer_atomic!(i32, AtomicI32);
+integer_atomic!(u32, AtomicU32);
+integer_atomic!(i64, AtomicI64);
+integer_atomic!(u64, AtomicU64);
+
+/// Float atomics on the bits, through the unsigned core atomic of the same width.
+macro_rules! float_atomic {
+    ($t:ty, $bits:ty, $core:ty, $ptx_add:literal, $reg:ident) => {
+        const _: () = assert!(
+            core::mem::align_of::<$core>() == core::mem::align_of::<$t>()
+                && core::mem::size_of::<$core>() == core::mem::size_of::<$t>()
+        );
+
+        impl Atomic<$t> {
+            #[inline(always)]
+            fn bits(&self) -> &$core {
+                // SAFETY: same size and alignment (checked above), any bits are a valid float,
+                // and the value is only accessed atomically.
+                unsafe { <$core>::from_ptr(self.value.get() as *mut $bits) }
+            }
+
+            /// Replaces the value by `update(value)` atomically (a compare-exchange loop);
+            /// returns the previous value.
+            #[inline(always)]
+            fn fetch_update(&self, update: impl Fn($t) -> $t) -> $t {
+                let mut old = self.bits().load(Relaxed);
+                loop {
+                    let new = update(<$t>::from_bits(old)).to_bits();
+                    match self.bits().compare_exchange_weak(old, new, Relaxed, Relaxed) {
+                        Ok(previous) => return <$t>::from_bits(previous),
+                        Err(actual) => old = actual,
+                    }
+                }
+            }
+
+            /// Adds `v` (IEEE addition, round to nearest) and returns the previous value.
+            #[inline(always)]
+            pub fn fetch_add(&self, v: $t) -> $t {
+                #[cfg(target_arch = "nvptx64")]
+                {
+                    let old: $bits;
+                    // SAFETY: `self` is a valid, aligned, atomically accessed float; `atom`
+                    // with a generic address works for global and shared memory alike.
+                    unsafe {
+                        core::arch::asm!(
+                            concat!($ptx_add, " {old}, [{ptr}], {v};"),
+                            old = out($reg) old,
+                            ptr = in(reg64) self.value.get(),
+                            v = in($reg) v.to_bits(),
+                            options(nostack),
+                        );
+                    }
+                    <$t>::from_bits(old)
+                }
+                #[cfg(not(target_arch = "nvptx64"))]
+                {
+                    self.fetch_update(|old| old + v)
+                }
+            }
+            /// Stores `v` and returns the previous value.
+            #[inline(always)]
+            pub fn swap(&self, v: $t) -> $t {
+                <$t>::from_bits(self.bits().swap(v.to_bits(), Relaxed))
+            }
+            /// Stores `new` if the value has the bits of `current`: `Ok(previous)` if it did,
+            /// else `Err(actual value)`. Compares bits, so `-0.0` is not `0.0` and a NaN can match.
+            #[inline(always)]
+            pub fn compare_exchange(&self, current: $t, new: $t) -> Result<$t, $t> {
+                self.bits()
+                    .compare_exchange(current.to_bits(), new.to_bits(), Relaxed, Relaxed)
+                    .map(<$t>::from_bits)
+                    .map_err(<$t>::from_bits)
+            }
+            #[inline(always)]
+            pub fn load(&self) -> $t {
+                <$t>::from_bits(self.bits().load(Relaxed))
+            }
+            #[inline(always)]
+            pub fn store(&self, v: $t) {
+                self.bits().store(v.to_bits(), Relaxed)
+            }
+        }
+    };
+}
+
+float_atomic!(f32, u32, AtomicU32, "atom.add.f32", reg32);
+float_atomic!(f64, u64, AtomicU64, "atom.add.f64", reg64);
+
+impl Atomic<f32> {
+    /// Stores `f32::min(value, v)`; returns the previous value.
+    #[inline(always)]
+    pub fn fetch_min(&self, v: f32) -> f32 {
+        self.fetch_update(|old| old.min(v))
+    }
+    /// Stores `f32::max(value, v)`; returns the previous value.
+    #[inline(always)]
+    pub fn fetch_max(&self, v: f32) -> f32 {
+        self.fetch_update(|old| old.max(v))
+    }
+}
+
+#[cfg(all(test, not(target_arch = "nvptx64")))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn operations_return_the_previous_value() {
+        let a = Atomic::new(5i32);
+        assert_eq!(a.fetch_add(-7), 5);
+        assert_eq!(a.fetch_min(-10), -2);
+        assert_eq!(a.fetch_max(3), -10);
+        assert_eq!(a.swap(9), 3);
+        assert_eq!(a.compare_exchange(1, 2), Err(9));
+        assert_eq!(a.compare_exchange(9, 2), Ok(9));
+        assert_eq!(a.into_inner(), 2);
+
+        let f = Atomic::new(1.5f32);
+        assert_eq!(f.fetch_add(2.0), 1.5);
+        assert_eq!(f.fetch_min(f32::NAN), 3.5);
+        assert_eq!(f.fetch_min(-1.0), 3.5);
+        assert_eq!(f.fetch_max(0.25), -1.0);
+        assert_eq!(f.compare_exchange(-0.0, 1.0), Err(0.25));
+        assert_eq!(f.load(), 0.25);
+
+        let d = Atomic::new(0.5f64);
+        assert_eq!(d.fetch_add(0.25), 0.5);
+        assert_eq!(d.load(), 0.75);
+    }
+
+    #[test]
+    fn float_addition_is_atomic_across_threads() {
+        let total = Atomic::new(0.0f32);
+        std::thread::scope(|s| {
+            for _ in 0..4 {
+                s.spawn(|| {
+                    for _ in 0..1000 {
+                        total.fetch_add(1.0);
+                    }
+                });
+            }
+        });
+        assert_eq!(total.load(), 4000.0);
+    }
+}

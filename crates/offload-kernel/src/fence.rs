@@ -1,0 +1,42 @@
+//! Memory fences: order this thread's memory accesses as seen by other threads, as CUDA's
+//! `__threadfence_block`, `__threadfence` and `__threadfence_system`. Atomics are relaxed, so a
+//! thread that publishes data and then sets a flag atomically needs a fence in between (and the
+//! reader one between seeing the flag and reading the data).
+//!
+//! On the host backend each is a sequentially consistent fence (`core::sync::atomic::fence`).
+
+/// Orders this thread's memory accesses for the threads of its block (PTX `membar.cta`).
+#[inline(always)]
+pub fn fence_block() {
+    #[cfg(target_arch = "nvptx64")]
+    // SAFETY: a fence has no operands and no effect beyond memory ordering.
+    unsafe {
+        core::arch::asm!("membar.cta;", options(nostack))
+    };
+    #[cfg(not(target_arch = "nvptx64"))]
+    core::sync::atomic::fence(core::sync::atomic::Ordering::SeqCst);
+}
+
+/// Orders this thread's memory accesses for every thread of the device (PTX `membar.gl`).
+#[inline(always)]
+pub fn fence_device() {
+    #[cfg(target_arch = "nvptx64")]
+    // SAFETY: as in `fence_block`.
+    unsafe {
+        core::arch::asm!("membar.gl;", options(nostack))
+    };
+    #[cfg(not(target_arch = "nvptx64"))]
+    core::sync::atomic::fence(core::sync::atomic::Ordering::SeqCst);
+}
+
+/// Orders this thread's memory accesses for the device and the host (PTX `membar.sys`).
+#[inline(always)]
+pub fn fence_system() {
+    #[cfg(target_arch = "nvptx64")]
+    // SAFETY: as in `fence_block`.
+    unsafe {
+        core::arch::asm!("membar.sys;", options(nostack))
+    };
+    #[cfg(not(target_arch = "nvptx64"))]
+    core::sync::atomic::fence(core::sync::atomic::Ordering::SeqCst);
+}
