@@ -86,3 +86,4 @@ pub fn math_mix(x: &[f32], out32: &mut [f32], out64: &mut [f64]) {
 }
 
 pub mod atomics;
+pub mod streams;

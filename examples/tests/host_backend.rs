@@ -38,6 +38,21 @@ host_test!(
 );
 
 host_test!(in atomics: histogram_counts_equal_cpu, atomic_operations_match_cpu);
+host_test!(
+    in streams: two_streams_give_the_cpu_result,
+    events_order_and_time_streams,
+    panic_on_a_stream_is_an_error,
+);
+
+#[test]
+fn every_device_at_once_gives_the_cpu_result() {
+    common::streams::every_device_at_once_gives_the_cpu_result(offload::devices());
+}
+
+#[test]
+fn device_index_out_of_range_is_an_error() {
+    common::streams::device_index_out_of_range_is_an_error();
+}
 
 #[test]
 fn math_kernel_is_accurate() {

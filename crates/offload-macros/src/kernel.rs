@@ -168,15 +168,27 @@ fn expand_host(func: &ItemFn, params: &[Param], body_fn: &Ident) -> TokenStream 
             }
         })
         .collect();
-    let kernel_args = params.iter().map(|p| {
-        let n = &p.name;
+    // The same, with every slice borrowed for the stream's scope `'s`.
+    let enqueue_inputs = params.iter().map(|p| {
+        let (n, ty, elem) = (&p.name, &p.ty, &p.elem);
         match p.passing {
-            Passing::Value => quote! { ::offload::__private::KernelArg::value(&#n) },
-            Passing::Slice => quote! { ::offload::__private::KernelArg::slice(#n) },
-            Passing::SliceMut => quote! { ::offload::__private::KernelArg::slice_mut(#n) },
-            Passing::Atomic => quote! { ::offload::__private::KernelArg::atomics(#n) },
+            Passing::Value => quote! { #n: #ty },
+            Passing::Slice => quote! { #n: &'s [#elem] },
+            Passing::SliceMut | Passing::Atomic => quote! { #n: &'s mut [#elem] },
         }
     });
+    let kernel_args: Vec<TokenStream> = params
+        .iter()
+        .map(|p| {
+            let n = &p.name;
+            match p.passing {
+                Passing::Value => quote! { ::offload::__private::KernelArg::value(&#n) },
+                Passing::Slice => quote! { ::offload::__private::KernelArg::slice(#n) },
+                Passing::SliceMut => quote! { ::offload::__private::KernelArg::slice_mut(#n) },
+                Passing::Atomic => quote! { ::offload::__private::KernelArg::atomics(#n) },
+            }
+        })
+        .collect();
     let host_args = params.iter().enumerate().map(|(i, p)| {
         let elem = &p.elem;
         match p.passing {
@@ -216,6 +228,18 @@ fn expand_host(func: &ItemFn, params: &[Param], body_fn: &Ident) -> TokenStream 
             pub fn launch(launch: ::offload::Launch<'_>, #(#sig_inputs),*) -> ::offload::Result<()> {
                 let mut args = [#(#kernel_args),*];
                 ::offload::__private::launch(&KERNEL, launch, &mut args)
+            }
+
+            /// Queue on `stream` and return at once; the slices stay borrowed until the stream's
+            /// scope ends (see `offload::scope`).
+            #[allow(clippy::too_many_arguments)]
+            pub fn enqueue<'s>(
+                stream: &::offload::Stream<'s>,
+                launch: ::offload::Launch<'_>,
+                #(#enqueue_inputs),*
+            ) -> ::offload::Result<()> {
+                let mut args = [#(#kernel_args),*];
+                ::offload::__private::enqueue(&KERNEL, stream, launch, &mut args)
             }
 
             /// Fails const evaluation (a compile error naming the parameters) unless `given`,

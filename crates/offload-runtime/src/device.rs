@@ -50,6 +50,23 @@ impl Device {
         })
     }
 
+    /// The GPU at `index` among the GPUs (in driver order: `gpu(0)` is CUDA device 0). Out of
+    /// range is `Error::NoDevice` naming how many GPUs there are.
+    pub fn gpu(index: usize) -> Result<Device> {
+        let gpus: Vec<&Device> = devices().iter().filter(|d| d.is_gpu()).collect();
+        gpus.get(index).map(|d| (*d).clone()).ok_or_else(|| {
+            let why = match &discovery().no_gpu_reason {
+                Some(reason) => format!(" ({reason})"),
+                None => String::new(),
+            };
+            let plural = if gpus.len() == 1 { "" } else { "s" };
+            Error::NoDevice(format!(
+                "GPU index {index} is out of range: this machine has {} GPU{plural}{why}",
+                gpus.len()
+            ))
+        })
+    }
+
     pub fn name(&self) -> &str {
         match &self.inner {
             DeviceInner::Host(h) => h.name(),

@@ -12,7 +12,9 @@ mod error;
 mod image;
 pub mod kernel;
 mod launch;
+mod pinned;
 mod report;
+pub mod stream;
 mod transfer;
 
 pub use backend::BackendKind;
@@ -20,4 +22,6 @@ pub use device::{default_device, devices, Device};
 pub use error::{Error, Result};
 pub use image::{DeviceImage, ImageFormat, ImageSet};
 pub use launch::Launch;
+pub use pinned::PinnedVec;
 pub use report::{last_launch, LaunchReport};
+pub use stream::{scope, Event, Stream, StreamScope};

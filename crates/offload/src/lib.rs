@@ -44,8 +44,8 @@ pub use offload_macros::{kernel, DeviceCopy};
 
 #[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
 pub use offload_runtime::{
-    default_device, devices, last_launch, BackendKind, Device, DeviceImage, Error, ImageFormat,
-    ImageSet, Launch, LaunchReport, Result,
+    default_device, devices, last_launch, scope, BackendKind, Device, DeviceImage, Error, Event,
+    ImageFormat, ImageSet, Launch, LaunchReport, PinnedVec, Result, Stream, StreamScope,
 };
 
 /// What a kernels module usually imports.
@@ -75,6 +75,7 @@ macro_rules! embed_images {
 #[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
 pub mod __private {
     pub use offload_runtime::kernel::{launch, Kernel, KernelArg};
+    pub use offload_runtime::stream::enqueue;
 }
 
 /// Items the generated device entries use; not a stable API.

@@ -3,6 +3,7 @@
 #![allow(dead_code)]
 
 pub mod atomics;
+pub mod streams;
 
 use offload::{Device, Dim3, Error, Launch};
 use offload_examples::kernels::{self, Grid2};

@@ -1,19 +1,21 @@
 //! The CUDA plugin, on the driver API loaded at run time (through cudarc's dynamic loading):
 //! only `libcuda` is needed, and its absence just means no CUDA devices.
 
-use super::{Backend, BackendKind, DevicePtr, Param};
+use super::{Backend, BackendKind, DevicePtr, Param, QueueEvent};
 use crate::image::ImageFormat;
 use crate::kernel::Kernel;
 use crate::launch::{Limits, Shape};
 use crate::{Error, Result};
 use cudarc::driver::sys::{self, CUdevice_attribute as Attr};
-use cudarc::driver::{result, CudaContext, CudaStream, DriverError};
+use cudarc::driver::{result, CudaContext, CudaEvent, CudaStream, DriverError};
 use offload_kernel::panic_record::PanicRecord;
 use offload_kernel::Dim3;
+use std::any::Any;
 use std::collections::HashMap;
 use std::ffi::{c_void, CString};
 use std::mem::size_of;
 use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
 
 /// Every CUDA device, or why there are none to use.
 pub fn discover() -> std::result::Result<Vec<Arc<dyn Backend>>, String> {
@@ -35,10 +37,17 @@ pub struct CudaBackend {
     name: String,
     compute_capability: (u32, u32),
     limits: Limits,
-    /// Loaded modules, keyed by the address of the `ImageSet` they came from.
-    modules: Mutex<HashMap<usize, LoadedModule>>,
+    /// Shared by the queues of the device (see [`Backend::new_queue`]).
+    modules: Arc<Modules>,
     /// See [`Backend::launch_lock`].
     launches: Mutex<()>,
+}
+
+/// A device's loaded modules, keyed by the address of the `ImageSet` they came from; unloaded
+/// when the last queue of the device goes.
+struct Modules {
+    ctx: Arc<CudaContext>,
+    loaded: Mutex<HashMap<usize, LoadedModule>>,
 }
 
 struct LoadedModule {
@@ -92,13 +101,16 @@ impl CudaBackend {
         };
         let name = format!("{} (CUDA device {ordinal}, sm_{major}{minor})", ctx.name()?);
         Ok(CudaBackend {
-            ctx,
             stream,
             name,
             compute_capability: (major as u32, minor as u32),
             limits,
-            modules: Mutex::new(HashMap::new()),
+            modules: Arc::new(Modules {
+                ctx: ctx.clone(),
+                loaded: Mutex::new(HashMap::new()),
+            }),
             launches: Mutex::new(()),
+            ctx,
         })
     }
 
@@ -123,7 +135,11 @@ impl CudaBackend {
             device: self.name.clone(),
             reason,
         };
-        let mut modules = self.modules.lock().unwrap_or_else(|p| p.into_inner());
+        let mut modules = self
+            .modules
+            .loaded
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
         let key = module_key(kernel);
         if !modules.contains_key(&key) {
             let (major, minor) = self.compute_capability;
@@ -362,7 +378,11 @@ impl Backend for CudaBackend {
     }
 
     fn take_panic(&self, kernel: &Kernel) -> Result<Option<String>> {
-        let modules = self.modules.lock().unwrap_or_else(|p| p.into_inner());
+        let modules = self
+            .modules
+            .loaded
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
         let Some(slot) = modules
             .get(&module_key(kernel))
             .and_then(|m| m.panics.as_ref())
@@ -409,14 +429,115 @@ impl Backend for CudaBackend {
     fn launch_lock(&self) -> MutexGuard<'_, ()> {
         self.launches.lock().unwrap_or_else(|p| p.into_inner())
     }
+
+    fn new_queue(&self) -> Result<Arc<dyn Backend>> {
+        self.bind()?;
+        let stream = self
+            .ctx
+            .new_stream()
+            .map_err(self.driver_error("creating a stream"))?;
+        Ok(Arc::new(CudaBackend {
+            ctx: self.ctx.clone(),
+            stream,
+            name: self.name.clone(),
+            compute_capability: self.compute_capability,
+            limits: self.limits,
+            modules: self.modules.clone(),
+            launches: Mutex::new(()),
+        }))
+    }
+
+    fn record_event(&self) -> Result<Box<dyn QueueEvent>> {
+        let event = self
+            .stream
+            .record_event(Some(sys::CUevent_flags::CU_EVENT_DEFAULT))
+            .map_err(self.driver_error("recording an event"))?;
+        Ok(Box::new(CudaQueueEvent {
+            event,
+            device: self.name.clone(),
+        }))
+    }
+
+    fn wait_event(&self, event: &dyn QueueEvent) -> Result<()> {
+        let event = CudaQueueEvent::of(event, &self.name)?;
+        self.stream
+            .wait(&event.event)
+            .map_err(self.driver_error("waiting for an event"))
+    }
+
+    fn alloc_pinned(&self, bytes: usize) -> Result<*mut u8> {
+        self.bind()?;
+        // SAFETY: a fresh allocation; PORTABLE makes it pinned for every context of the process.
+        unsafe { result::malloc_host(bytes, sys::CU_MEMHOSTALLOC_PORTABLE) }
+            .map(|p| p as *mut u8)
+            .map_err(self.driver_error("allocating pinned host memory"))
+    }
+
+    unsafe fn free_pinned(&self, ptr: *mut u8) {
+        if self.bind().is_err() {
+            return;
+        }
+        // SAFETY: per the trait contract.
+        if let Err(e) = unsafe { result::free_host(ptr as *mut c_void) } {
+            tracing::warn!(device = %self.name, "freeing pinned host memory failed: {e}");
+        }
+    }
 }
 
-impl Drop for CudaBackend {
+/// A CUDA event with timing, on one device.
+struct CudaQueueEvent {
+    event: CudaEvent,
+    device: String,
+}
+
+impl CudaQueueEvent {
+    /// `event` as a CUDA event of the device named `device`.
+    fn of<'e>(event: &'e dyn QueueEvent, device: &str) -> Result<&'e CudaQueueEvent> {
+        event
+            .as_any()
+            .downcast_ref::<CudaQueueEvent>()
+            .filter(|e| e.device == device)
+            .ok_or_else(|| Error::Driver {
+                device: device.to_string(),
+                operation: "waiting for an event",
+                message: "the event belongs to another device".to_string(),
+            })
+    }
+}
+
+impl QueueEvent for CudaQueueEvent {
+    fn synchronize(&self) -> Result<()> {
+        self.event.synchronize().map_err(|e| Error::Driver {
+            device: self.device.clone(),
+            operation: "waiting for an event",
+            message: e.to_string(),
+        })
+    }
+
+    fn elapsed_since(&self, start: &dyn QueueEvent) -> Result<Duration> {
+        let start = CudaQueueEvent::of(start, &self.device)?;
+        let ms = start
+            .event
+            .elapsed_ms(&self.event)
+            .map_err(|e| Error::Driver {
+                device: self.device.clone(),
+                operation: "timing events",
+                message: e.to_string(),
+            })?;
+        Ok(Duration::from_secs_f64(ms.max(0.0) as f64 / 1000.0))
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}
+
+impl Drop for Modules {
     fn drop(&mut self) {
-        let modules = self.modules.get_mut().unwrap_or_else(|p| p.into_inner());
+        let modules = self.loaded.get_mut().unwrap_or_else(|p| p.into_inner());
         if self.ctx.bind_to_thread().is_ok() {
             for (_, loaded) in modules.drain() {
-                // SAFETY: no launch can be in flight: the backend is being dropped.
+                // SAFETY: no launch can be in flight: every queue of the device is gone.
                 let _ = unsafe { result::module::unload(loaded.module) };
                 if let Some(slot) = loaded.panics {
                     slot.release();

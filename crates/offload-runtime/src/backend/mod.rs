@@ -9,7 +9,9 @@ pub mod host;
 use crate::kernel::Kernel;
 use crate::launch::{Limits, Shape};
 use crate::Result;
+use std::any::Any;
 use std::sync::{Arc, MutexGuard};
+use std::time::Duration;
 
 /// The GPU plugins, in the order their devices are listed. A new plugin is one more entry.
 /// A plugin's discovery: its devices, or why it has none.
@@ -97,4 +99,35 @@ pub trait Backend: Send + Sync + 'static {
     /// Held by the caller from `launch` until `take_panic` returned, so that when several host
     /// threads launch on one device, a panic is reported to the launch that caused it.
     fn launch_lock(&self) -> MutexGuard<'_, ()>;
+
+    /// The same device with a queue of its own (a CUDA stream): every operation of the returned
+    /// backend is ordered on that queue only, so work on two queues may overlap.
+    fn new_queue(&self) -> Result<Arc<dyn Backend>>;
+
+    /// A mark after the work queued so far, for other queues to wait on and for timing.
+    fn record_event(&self) -> Result<Box<dyn QueueEvent>>;
+
+    /// Make the work queued from now on wait until `event` (of this device) has completed.
+    fn wait_event(&self, event: &dyn QueueEvent) -> Result<()>;
+
+    /// Page-locked host memory for `bytes` (> 0) bytes, which copies on any queue of any device
+    /// of this backend read and write without staging (so they run asynchronously).
+    fn alloc_pinned(&self, bytes: usize) -> Result<*mut u8>;
+
+    /// Release memory from `alloc_pinned`.
+    ///
+    /// # Safety
+    /// `ptr` came from this backend's `alloc_pinned`, no queued copy uses it, and it is not used
+    /// afterwards.
+    unsafe fn free_pinned(&self, ptr: *mut u8);
+}
+
+/// A point in a queue, recorded by [`Backend::record_event`].
+pub trait QueueEvent: Send + Sync {
+    /// Wait until the work before the event has completed.
+    fn synchronize(&self) -> Result<()>;
+    /// Device time from `start` (an earlier event of the same device) to this one; waits for both.
+    fn elapsed_since(&self, start: &dyn QueueEvent) -> Result<Duration>;
+    /// For the backend to find its own event type.
+    fn as_any(&self) -> &dyn Any;
 }

@@ -1,0 +1,318 @@
+//! Streams: queues of launches that run asynchronously, in order within a stream and
+//! independently across streams (and devices), so that one stream's copies overlap another's
+//! kernels.
+//!
+//! Queued work reads and writes host memory after the call that queued it has returned, so the
+//! memory must stay borrowed until the work is done. [`scope`] guarantees that, as
+//! `std::thread::scope` does for threads: streams are made inside it, whatever they are handed
+//! must outlive the scope, and the scope waits for every stream before it returns (also when its
+//! body fails or panics). A `&mut [T]` handed to a stream stays borrowed until the scope ends, so
+//! the caller cannot read results before they have arrived.
+//!
+//! On a GPU a launch on a stream queues the allocation of its device buffers, the copies in, the
+//! kernel, the copies back and the release, then returns. Copies from and to pageable memory are
+//! staged by the driver and mostly synchronous; from and to [`crate::PinnedVec`] they overlap
+//! with kernels. A kernel that panics or faults is reported by the next [`Stream::synchronize`]
+//! (or by the scope) as `Err(KernelFailed)`; unlike a plain launch, its outputs may then have been
+//! written. The host device runs each launch when it is queued, so its streams are already
+//! complete when a call returns.
+
+use crate::backend::{Backend, QueueEvent};
+use crate::device::Device;
+use crate::kernel::{ArgData, Kernel, KernelArg};
+use crate::launch::Launch;
+use crate::report::LaunchReport;
+use crate::{Error, Result};
+use std::marker::PhantomData;
+use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// Run `body` with a scope in which streams may queue work on host data borrowed from outside
+/// it; wait for all of it before returning. The result is `body`'s error if it failed, else the
+/// first error a stream reports when it is waited for, else `body`'s value.
+pub fn scope<'env, R>(
+    body: impl for<'scope> FnOnce(&'scope StreamScope<'scope, 'env>) -> Result<R>,
+) -> Result<R> {
+    let scope = StreamScope {
+        queues: Mutex::new(Vec::new()),
+        _scope: PhantomData,
+        _env: PhantomData,
+    };
+    let outcome = catch_unwind(AssertUnwindSafe(|| body(&scope)));
+    // Whatever happened, queued work must finish before the borrows it uses end.
+    let queues = std::mem::take(&mut *scope.queues.lock().unwrap_or_else(|p| p.into_inner()));
+    let drained: Result<()> = queues
+        .iter()
+        .map(|q| q.synchronize())
+        .fold(Ok(()), Result::and);
+    match outcome {
+        Err(panic) => resume_unwind(panic),
+        Ok(Err(e)) => Err(e),
+        Ok(Ok(value)) => drained.map(|()| value),
+    }
+}
+
+/// The scope of [`scope`]: makes streams on any device.
+pub struct StreamScope<'scope, 'env: 'scope> {
+    queues: Mutex<Vec<Arc<Queue>>>,
+    /// Invariant in both lifetimes, as `std::thread::Scope`: borrows handed to streams cannot be
+    /// shortened to less than the scope.
+    _scope: PhantomData<&'scope mut &'scope ()>,
+    _env: PhantomData<&'env mut &'env ()>,
+}
+
+impl<'scope> StreamScope<'scope, '_> {
+    /// A new stream on `device`, independent of every other stream.
+    pub fn stream(&'scope self, device: &Device) -> Result<Stream<'scope>> {
+        let backend = match device.offload_backend() {
+            None => None,
+            Some(b) => Some(b.new_queue()?),
+        };
+        let queue = Arc::new(Queue {
+            device: device.clone(),
+            backend,
+            launched: Mutex::new(Vec::new()),
+        });
+        self.queues
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(queue.clone());
+        Ok(Stream {
+            queue,
+            _scope: PhantomData,
+        })
+    }
+}
+
+/// A queue of launches on one device, made by [`StreamScope::stream`]. Launch on it with a
+/// kernel's generated `enqueue(&stream, launch, args…)`.
+pub struct Stream<'scope> {
+    queue: Arc<Queue>,
+    _scope: PhantomData<&'scope mut &'scope ()>,
+}
+
+struct Queue {
+    device: Device,
+    /// The device's queue; `None` on the host, which runs launches when they are queued.
+    backend: Option<Arc<dyn Backend>>,
+    /// Kernels queued since the last synchronization: whose panic records to read then.
+    launched: Mutex<Vec<&'static Kernel>>,
+}
+
+impl Queue {
+    /// Wait for the queued work, then report a kernel that panicked in it.
+    fn synchronize(&self) -> Result<()> {
+        let Some(backend) = &self.backend else {
+            return Ok(());
+        };
+        let launched =
+            std::mem::take(&mut *self.launched.lock().unwrap_or_else(|p| p.into_inner()));
+        let failed = |kernel: &'static str, message: String| Error::KernelFailed {
+            kernel,
+            device: backend.name().to_string(),
+            message,
+        };
+        if let Err(e) = backend.synchronize() {
+            // A fault surfaces at the first synchronization after it: name the stream's kernels.
+            return Err(match launched.first() {
+                None => e,
+                Some(first) => {
+                    let names: Vec<&str> = launched.iter().map(|k| k.name).collect();
+                    failed(
+                        first.name,
+                        format!("{e} (kernels queued on the stream: {})", names.join(", ")),
+                    )
+                }
+            });
+        }
+        let mut checked: Vec<*const crate::ImageSet> = Vec::new();
+        for kernel in launched {
+            // One panic record per image: read each once.
+            if checked.contains(&(kernel.images as *const _)) {
+                continue;
+            }
+            checked.push(kernel.images);
+            if let Some(message) = backend.take_panic(kernel)? {
+                return Err(failed(kernel.name, message));
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Stream<'_> {
+    pub fn device(&self) -> &Device {
+        &self.queue.device
+    }
+
+    /// Wait until everything queued so far has run; `Err(KernelFailed)` if a kernel of it
+    /// panicked or faulted.
+    pub fn synchronize(&self) -> Result<()> {
+        self.queue.synchronize()
+    }
+
+    /// A mark after the work queued so far.
+    pub fn record(&self) -> Result<Event> {
+        Ok(Event(match &self.queue.backend {
+            None => EventKind::Host(Instant::now()),
+            Some(backend) => EventKind::Queue(backend.record_event()?),
+        }))
+    }
+
+    /// Make the work queued on this stream from now on wait for `event`, recorded on any stream
+    /// of the same device (host events are complete when recorded).
+    pub fn wait(&self, event: &Event) -> Result<()> {
+        match (&event.0, &self.queue.backend) {
+            (EventKind::Host(_), _) => Ok(()),
+            (EventKind::Queue(e), Some(backend)) => backend.wait_event(&**e),
+            // The host runs what is queued at once: wait here.
+            (EventKind::Queue(e), None) => e.synchronize(),
+        }
+    }
+}
+
+/// A point in a stream, from [`Stream::record`]: to wait for, or to time the work between two.
+pub struct Event(EventKind);
+
+enum EventKind {
+    Host(Instant),
+    Queue(Box<dyn QueueEvent>),
+}
+
+impl Event {
+    /// Wait until the work before the event has run.
+    pub fn synchronize(&self) -> Result<()> {
+        match &self.0 {
+            EventKind::Host(_) => Ok(()),
+            EventKind::Queue(e) => e.synchronize(),
+        }
+    }
+
+    /// Time from `start`, an earlier event of the same device, to this event (waits for both).
+    /// On a GPU measured by the device; on the host, between the two `record` calls.
+    pub fn elapsed_since(&self, start: &Event) -> Result<Duration> {
+        match (&start.0, &self.0) {
+            (EventKind::Host(a), EventKind::Host(b)) => Ok(b.saturating_duration_since(*a)),
+            (EventKind::Queue(a), EventKind::Queue(b)) => b.elapsed_since(&**a),
+            _ => Err(Error::NoDevice(
+                "timing events of two different devices".to_string(),
+            )),
+        }
+    }
+}
+
+/// Queue `kernel` with `args` on `stream` (what the generated `enqueue` calls): as
+/// [`crate::kernel::launch`], on the stream's device, without waiting.
+pub fn enqueue(
+    kernel: &'static Kernel,
+    stream: &Stream<'_>,
+    launch: Launch<'_>,
+    args: &mut [KernelArg<'_>],
+) -> Result<()> {
+    let device = &stream.queue.device;
+    if let Some(named) = launch.device {
+        if named.name() != device.name() {
+            return Err(Error::InvalidLaunch {
+                kernel: kernel.name,
+                device: named.name().to_string(),
+                reason: format!(
+                    "the launch names {}, but its stream is on {}",
+                    named.name(),
+                    device.name()
+                ),
+            });
+        }
+    }
+    let shape = launch.resolve(kernel.name, device, args)?;
+    let mut report = LaunchReport {
+        kernel: kernel.name,
+        device: device.name().to_string(),
+        grid: Some(shape.grid),
+        block: Some(shape.block),
+        ..LaunchReport::default()
+    };
+    let Some(backend) = &stream.queue.backend else {
+        let start = Instant::now();
+        crate::backend::host::run(kernel, device, shape, args)?;
+        report.kernel_time = start.elapsed();
+        crate::report::record(report);
+        return Ok(());
+    };
+    let backend = &**backend;
+    let mut buffers = Vec::with_capacity(args.len());
+    let queued = queue_launch(backend, kernel, shape, args, &mut buffers, &mut report);
+    for ptr in buffers {
+        // SAFETY: allocated above on this queue; the release is ordered after the work queued
+        // on it, which is the only user of the buffer.
+        unsafe { backend.free(ptr) };
+    }
+    queued?;
+    stream
+        .queue
+        .launched
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .push(kernel);
+    crate::report::record(report);
+    Ok(())
+}
+
+/// Queue the copies in, the kernel and the copies back; `buffers` gets every allocation, to be
+/// released by the caller whatever happens.
+fn queue_launch(
+    backend: &dyn Backend,
+    kernel: &Kernel,
+    shape: crate::launch::Shape,
+    args: &[KernelArg<'_>],
+    buffers: &mut Vec<crate::backend::DevicePtr>,
+    report: &mut LaunchReport,
+) -> Result<()> {
+    use crate::backend::{DevicePtr, Param};
+    let mut params = Vec::with_capacity(args.len() * 2);
+    let mut copy_back = Vec::new();
+    for arg in args {
+        let (host, len, elem_size, back_to) = match arg.data {
+            ArgData::Value { ptr, size } => {
+                params.push(Param::Value { ptr, size });
+                continue;
+            }
+            ArgData::Slice {
+                ptr,
+                len,
+                elem_size,
+            } => (ptr, len, elem_size, None),
+            ArgData::SliceMut {
+                ptr,
+                len,
+                elem_size,
+                ..
+            } => (ptr as *const u8, len, elem_size, Some(ptr)),
+        };
+        let bytes = len * elem_size;
+        let device_ptr = if bytes == 0 {
+            DevicePtr(0)
+        } else {
+            let d = backend.alloc(kernel.name, bytes)?;
+            buffers.push(d);
+            // SAFETY: the host slice is borrowed for the stream's scope, which outlives the copy;
+            // `d` holds `bytes`.
+            unsafe { backend.copy_to_device(d, host, bytes)? };
+            report.bytes_to_device += bytes;
+            if let Some(back_to) = back_to {
+                copy_back.push((back_to, d, bytes));
+            }
+            d
+        };
+        params.push(Param::Word(device_ptr.0));
+        params.push(Param::Word(len as u64));
+    }
+    backend.launch(kernel, shape, &params)?;
+    for (host, device, bytes) in copy_back {
+        report.bytes_from_device += bytes;
+        // SAFETY: the `&mut` host slice is borrowed for the stream's scope, which waits for the
+        // copy before it ends.
+        unsafe { backend.copy_from_device(host, device, bytes)? };
+    }
+    Ok(())
+}
