@@ -5,32 +5,9 @@
 
 mod common;
 
-use offload::{BackendKind, Device, Launch};
+use common::gpu::gpu;
+use offload::{Device, Launch};
 use offload_examples::kernels;
-use std::io::Write;
-
-/// The first CUDA device, or `None` (after saying why) when the test must be skipped.
-fn gpu(test: &str) -> Option<Device> {
-    let reason = match offload::devices()
-        .iter()
-        .find(|d| d.kind() == BackendKind::Cuda)
-    {
-        Some(_) if offload_examples::__OFFLOAD_IMAGES.images.is_empty() => format!(
-            "no device images were built ({})",
-            offload_examples::__OFFLOAD_IMAGES
-                .unavailable
-                .unwrap_or("unknown reason")
-        ),
-        Some(device) => return Some(device.clone()),
-        None => "no CUDA GPU".to_string(),
-    };
-    if std::env::var("OFFLOAD_REQUIRE_GPU").is_ok_and(|v| v == "1") {
-        panic!("{test}: OFFLOAD_REQUIRE_GPU=1 but {reason}");
-    }
-    // Straight to stderr: libtest captures eprintln!, and a skip must be visible.
-    let _ = writeln!(std::io::stderr(), "SKIPPED {test}: {reason}");
-    None
-}
 
 macro_rules! gpu_test {
     ($name:ident) => {
@@ -122,51 +99,4 @@ fn math_kernel_matches_host_backend_bit_for_bit() {
         bits64(&gpu64) == bits64(&host64),
         "f64 results differ between GPU and host"
     );
-}
-
-gpu_test!(in streams: two_streams_give_the_cpu_result);
-gpu_test!(in streams: events_order_and_time_streams);
-gpu_test!(in streams: panic_on_a_stream_is_an_error);
-
-/// A launch on a GPU stream that names another device is refused before anything is queued.
-#[test]
-fn stream_launch_on_another_device_is_an_error() {
-    let Some(gpu) = gpu("stream_launch_on_another_device_is_an_error") else {
-        return;
-    };
-    let x = common::floats(100, 40);
-    let mut y = common::floats(100, 41);
-    let host = Device::host();
-    let outcome = offload::scope(|s| {
-        let stream = s.stream(&gpu)?;
-        kernels::saxpy::enqueue(&stream, Launch::on(&host), 1.0, &x, &mut y)
-    });
-    match outcome {
-        Err(offload::Error::InvalidLaunch { reason, .. }) => {
-            assert!(reason.contains("but its stream is on"), "{reason}")
-        }
-        other => panic!("expected InvalidLaunch, got {other:?}"),
-    }
-}
-
-/// Every GPU (and the host) at once, each with its share; GPU indices past the last are errors
-/// naming the count (on a one-GPU machine, `Device::gpu(1)`).
-#[test]
-fn every_gpu_at_once_and_index_errors() {
-    if gpu("every_gpu_at_once_and_index_errors").is_none() {
-        return;
-    }
-    let gpus: Vec<Device> = offload::devices()
-        .iter()
-        .filter(|d| d.is_gpu())
-        .cloned()
-        .collect();
-    let _ = writeln!(
-        std::io::stderr(),
-        "every_gpu_at_once: {} GPU(s)",
-        gpus.len()
-    );
-    common::streams::every_device_at_once_gives_the_cpu_result(&gpus);
-    common::streams::every_device_at_once_gives_the_cpu_result(offload::devices());
-    common::streams::device_index_out_of_range_is_an_error();
 }

@@ -14,7 +14,9 @@
 //! staged by the driver and mostly synchronous; from and to [`crate::PinnedVec`] they overlap
 //! with kernels. A kernel that panics or faults is reported by the next [`Stream::synchronize`]
 //! (or by the scope) as `Err(KernelFailed)`; unlike a plain launch, its outputs may then have been
-//! written. The host device runs each launch when it is queued, so its streams are already
+//! written. Panic records are per device image, not per launch: while a kernel panics on one
+//! stream, a launch of the same crate's kernels completing on another queue of the device may be
+//! the one that reports it. The host device runs each launch when it is queued, so its streams are already
 //! complete when a call returns.
 
 use crate::backend::{Backend, QueueEvent};
@@ -126,6 +128,8 @@ impl Queue {
                 }
             });
         }
+        // Not while a plain launch on the device waits for its own panic report.
+        let _reading = backend.launch_lock();
         let mut checked: Vec<*const crate::ImageSet> = Vec::new();
         for kernel in launched {
             // One panic record per image: read each once.

@@ -3,6 +3,7 @@
 #![allow(dead_code)]
 
 pub mod atomics;
+pub mod gpu;
 pub mod streams;
 
 use offload::{Device, Dim3, Error, Launch};

@@ -39,8 +39,6 @@ pub struct CudaBackend {
     limits: Limits,
     /// Shared by the queues of the device (see [`Backend::new_queue`]).
     modules: Arc<Modules>,
-    /// See [`Backend::launch_lock`].
-    launches: Mutex<()>,
 }
 
 /// A device's loaded modules, keyed by the address of the `ImageSet` they came from; unloaded
@@ -48,6 +46,8 @@ pub struct CudaBackend {
 struct Modules {
     ctx: Arc<CudaContext>,
     loaded: Mutex<HashMap<usize, LoadedModule>>,
+    /// See [`Backend::launch_lock`]: one for all queues, as their modules share panic records.
+    launches: Mutex<()>,
 }
 
 struct LoadedModule {
@@ -108,8 +108,8 @@ impl CudaBackend {
             modules: Arc::new(Modules {
                 ctx: ctx.clone(),
                 loaded: Mutex::new(HashMap::new()),
+                launches: Mutex::new(()),
             }),
-            launches: Mutex::new(()),
             ctx,
         })
     }
@@ -427,7 +427,10 @@ impl Backend for CudaBackend {
     }
 
     fn launch_lock(&self) -> MutexGuard<'_, ()> {
-        self.launches.lock().unwrap_or_else(|p| p.into_inner())
+        self.modules
+            .launches
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
     }
 
     fn new_queue(&self) -> Result<Arc<dyn Backend>> {
@@ -443,7 +446,6 @@ impl Backend for CudaBackend {
             compute_capability: self.compute_capability,
             limits: self.limits,
             modules: self.modules.clone(),
-            launches: Mutex::new(()),
         }))
     }
 

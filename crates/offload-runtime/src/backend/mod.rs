@@ -97,7 +97,8 @@ pub trait Backend: Send + Sync + 'static {
     fn take_panic(&self, kernel: &Kernel) -> Result<Option<String>>;
 
     /// Held by the caller from `launch` until `take_panic` returned, so that when several host
-    /// threads launch on one device, a panic is reported to the launch that caused it.
+    /// threads launch on one device, a panic is reported to the launch that caused it. One lock
+    /// for all queues of a device: streams take it to read panic records.
     fn launch_lock(&self) -> MutexGuard<'_, ()>;
 
     /// The same device with a queue of its own (a CUDA stream): every operation of the returned
