@@ -1,4 +1,7 @@
 //! Offload kernels: ordinary Rust, compiled for nvptx64 by the build script and for the host.
+use core::ops::{Add, Mul};
+use num_traits::Zero;
+use offload::half::{bf16, f16};
 use offload::prelude::*;
 
 /// `y = a * x + y`.
@@ -87,3 +90,62 @@ pub fn math_mix(x: &[f32], out32: &mut [f32], out64: &mut [f64]) {
 
 pub mod atomics;
 pub mod streams;
+
+/// `y = a * x + y` in any precision: one generic kernel, one device entry per declared element
+/// type (`axpy__f32`, `axpy__f64`, `axpy__f16`, `axpy__bf16`). Half precision computes through
+/// f32 (the `half` crate's arithmetic), the same way on the GPU and the host.
+#[offload::kernel(instances(T = f32 | f64 | f16 | bf16))]
+pub fn axpy<T: Copy + Add<Output = T> + Mul<Output = T>>(a: T, x: &[T], y: &mut [T]) {
+    for (i, y) in y.iter_mine() {
+        *y = a * x[i] + *y;
+    }
+}
+
+/// Element types of the small-matrix kernel. `num_traits` (a `no_std` crate from crates.io,
+/// declared to the device pass in build.rs) gives the zero; the method is ordinary trait code
+/// that runs on the device.
+pub trait Scalar: Copy + Zero + Add<Output = Self> + Mul<Output = Self> {
+    /// `self + a * b`, rounded twice (no fused multiply-add), as the CPU reference does.
+    #[inline(always)]
+    fn add_product(self, a: Self, b: Self) -> Self {
+        self + a * b
+    }
+}
+impl Scalar for f32 {}
+impl Scalar for f64 {}
+
+/// `c[k] = a[k] · b[k]` for a batch of `N × N` row-major matrices, one matrix per element: the
+/// size is a const generic, so each instance is fully unrolled for its `N`.
+#[offload::kernel(instances(T = f32 | f64, N = 2 | 3 | 4))]
+pub fn batched_matmul<T: Scalar, const N: usize>(
+    a: &[[[T; N]; N]],
+    b: &[[[T; N]; N]],
+    c: &mut [[[T; N]; N]],
+) {
+    for (k, c) in c.iter_mine() {
+        *c = matmul(&a[k], &b[k]);
+    }
+}
+
+/// A plain generic function (not a kernel), compiled into the device image with its caller;
+/// closures included.
+#[inline(always)]
+fn matmul<T: Scalar, const N: usize>(a: &[[T; N]; N], b: &[[T; N]; N]) -> [[T; N]; N] {
+    core::array::from_fn(|i| {
+        core::array::from_fn(|j| (0..N).fold(T::zero(), |acc, k| acc.add_product(a[i][k], b[k][j])))
+    })
+}
+
+/// std::offload's raw-pointer style: `x` points to one fixed-size array, copied to the device
+/// and back whole; `step` (a `&f64`) is copied to the device. Each thread writes the elements
+/// congruent to its global id, so no two threads write one element.
+#[offload::kernel]
+pub fn iota_fixed(x: *mut [f64; 256], offset: f64, step: &f64) {
+    let mut k = global_id();
+    while k < 256 {
+        // SAFETY: `x` is the launch's device copy of one `[f64; 256]`; element k belongs to this
+        // thread alone (k ≡ global_id mod global_threads).
+        unsafe { (*x)[k] = offset + *step * k as f64 };
+        k += global_threads();
+    }
+}

@@ -1,5 +1,6 @@
 //! Plain CPU loops computing what the kernels compute, to check them against.
-use crate::kernels::Grid2;
+use crate::kernels::{Grid2, Scalar};
+use core::ops::{Add, Mul};
 
 pub fn saxpy(a: f32, x: &[f32], y: &mut [f32]) {
     for (y, x) in y.iter_mut().zip(x) {
@@ -30,5 +31,31 @@ pub fn relax(steps: u32, x: &[f32], y: &mut [f32]) {
             v = v * 0.999 + 0.001;
         }
         *y += v;
+    }
+}
+
+/// `y = a * x + y` element by element in `T`'s own arithmetic (for `f16`/`bf16`: through f32).
+pub fn axpy<T: Copy + Add<Output = T> + Mul<Output = T>>(a: T, x: &[T], y: &mut [T]) {
+    for (y, &x) in y.iter_mut().zip(x) {
+        *y = a * x + *y;
+    }
+}
+
+/// `c[k] = a[k] · b[k]` for `N × N` matrices, summing over the inner index in order.
+pub fn batched_matmul<T: Scalar, const N: usize>(
+    a: &[[[T; N]; N]],
+    b: &[[[T; N]; N]],
+    c: &mut [[[T; N]; N]],
+) {
+    for k in 0..c.len() {
+        for i in 0..N {
+            for j in 0..N {
+                let mut sum = T::zero();
+                for m in 0..N {
+                    sum = sum + a[k][i][m] * b[k][m][j];
+                }
+                c[k][i][j] = sum;
+            }
+        }
     }
 }

@@ -8,7 +8,25 @@ use offload::{ImageFormat, ImageSet};
 use std::io::Write;
 use std::process::Command;
 
-const KERNELS: [&str; 5] = ["saxpy", "stencil5", "add_sub", "thread_ids", "math_mix"];
+const KERNELS: [&str; 16] = [
+    "saxpy",
+    "stencil5",
+    "add_sub",
+    "thread_ids",
+    "math_mix",
+    "iota_fixed",
+    // One entry per declared instance of the generic kernels.
+    "axpy__f32",
+    "axpy__f64",
+    "axpy__f16",
+    "axpy__bf16",
+    "batched_matmul__f32__2",
+    "batched_matmul__f32__3",
+    "batched_matmul__f32__4",
+    "batched_matmul__f64__2",
+    "batched_matmul__f64__3",
+    "batched_matmul__f64__4",
+];
 
 fn images(test: &str) -> Option<&'static ImageSet> {
     let images = &offload_examples::__OFFLOAD_IMAGES;

@@ -36,6 +36,9 @@ gpu_test!(global_ids_are_dense_and_unique);
 gpu_test!(invalid_launches_are_errors_naming_the_limit);
 gpu_test!(in atomics: histogram_counts_equal_cpu);
 gpu_test!(in atomics: atomic_operations_match_cpu);
+gpu_test!(generic_axpy_matches_cpu);
+gpu_test!(const_generic_matmul_matches_cpu);
+gpu_test!(raw_pointer_kernel_maps_the_pointee);
 
 /// A panicking GPU thread comes back as an error naming where it panicked (the file relative to
 /// the package, as the device pass remaps it) and which thread it was.

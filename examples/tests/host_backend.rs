@@ -35,6 +35,9 @@ host_test!(
     every_launch_shape_covers_every_element,
     global_ids_are_dense_and_unique,
     invalid_launches_are_errors_naming_the_limit,
+    generic_axpy_matches_cpu,
+    const_generic_matmul_matches_cpu,
+    raw_pointer_kernel_maps_the_pointee,
 );
 
 host_test!(in atomics: histogram_counts_equal_cpu, atomic_operations_match_cpu);

@@ -30,4 +30,8 @@ device_copy_primitives!(
     ()
 );
 
+// Half precision, from the `half` crate (no_std): plain 16-bit values, arithmetic through f32.
+unsafe impl DeviceCopy for half::f16 {}
+unsafe impl DeviceCopy for half::bf16 {}
+
 unsafe impl<T: DeviceCopy, const N: usize> DeviceCopy for [T; N] {}

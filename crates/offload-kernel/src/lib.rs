@@ -25,6 +25,9 @@ mod thread_slice;
 pub use atomic::Atomic;
 pub use device_copy::DeviceCopy;
 pub use fence::{fence_block, fence_device, fence_system};
+/// The `half` crate (`f16`, `bf16`), whose types are `DeviceCopy`: kernels can use it as
+/// `offload::half` without a dependency of their own.
+pub use half;
 #[cfg(not(target_arch = "nvptx64"))]
 pub use index::host_context;
 pub use index::{

@@ -2,25 +2,33 @@
 //!
 //! One function becomes three things, each behind its own `cfg`:
 //! - the body, renamed, with `&mut [T]` parameters turned into `ThreadSlice<T>` (every target);
-//! - on nvptx64, an `extern "ptx-kernel"` entry exported under the kernel's own name, taking
-//!   each slice as (pointer, length);
+//! - on nvptx64, an `extern "ptx-kernel"` entry exported under the kernel's own name (a generic
+//!   kernel: one per instance, `NAME__f32`), taking each slice or pointee as (pointer, length);
 //! - on the host, the typed launcher `NAME(args…)` and module `NAME` (with `launch`, the kernel's
-//!   descriptor, and the host-backend entry that runs one GPU thread).
+//!   descriptor, and the host-backend entry that runs one GPU thread). A generic kernel's
+//!   launcher is generic too, bounded by a trait that only its declared instances implement, so
+//!   launching an instance that was not compiled for the device does not compile.
 
+use crate::instances::{self, Binding, Declared, Instance};
 use crate::params::{self, Param, Passing};
 use proc_macro2::TokenStream;
 use quote::{format_ident, quote};
-use syn::{Error, Ident, ItemFn, Result, ReturnType};
+use syn::{parse_quote, Error, Generics, Ident, ItemFn, Result, ReturnType, WherePredicate};
 
 const DEVICE_CFG: &str = "any(target_arch = \"nvptx64\", target_arch = \"amdgpu\")";
 
-pub fn expand(attr: TokenStream, item: TokenStream) -> Result<TokenStream> {
-    if !attr.is_empty() {
-        return Err(Error::new_spanned(
-            attr,
-            "#[offload::kernel] takes no arguments",
-        ));
-    }
+/// Where a kernel's host descriptor finds the device images.
+#[derive(Clone, Copy)]
+pub enum Images {
+    /// `crate::__OFFLOAD_IMAGES`, defined once by `offload::embed_images!()`.
+    CrateRoot,
+    /// Its own copy in the kernel's module, for programs written for std::offload, which have no
+    /// `embed_images!()` call.
+    OwnCopy,
+}
+
+pub fn expand(attr: TokenStream, item: TokenStream, images: Images) -> Result<TokenStream> {
+    let declared: Declared = syn::parse2(attr)?;
     let func: ItemFn = syn::parse2(item)?;
     check_signature(&func)?;
     let params = func
@@ -29,17 +37,25 @@ pub fn expand(attr: TokenStream, item: TokenStream) -> Result<TokenStream> {
         .iter()
         .map(params::parse)
         .collect::<Result<Vec<_>>>()?;
+    let instances = instances::resolve(&func.sig.ident, &func.sig.generics, declared)?;
 
     let name = &func.sig.ident;
     let body_fn = format_ident!("__offload_body_{}", name);
 
     let body = expand_body(&func, &params, &body_fn);
-    let device_entry = expand_device_entry(&func, &params, &body_fn);
-    let host = expand_host(&func, &params, &body_fn);
+    let device_entries = if instances.is_empty() {
+        let entry = format_ident!("__offload_entry_{}", name);
+        device_entry(&params, &name.to_string(), &entry, &body_fn, quote! {})
+    } else {
+        instances
+            .iter()
+            .map(|i| instance_entry(&func, &params, &body_fn, i))
+            .collect()
+    };
+    let host = expand_host(&func, &params, &body_fn, &instances, images);
     Ok(quote! {
         #body
-        #[cfg(target_arch = "nvptx64")]
-        #device_entry
+        #device_entries
         #host
     })
 }
@@ -54,12 +70,6 @@ fn check_signature(func: &ItemFn) -> Result<()> {
                 "an offload kernel returns nothing: write its results into a `&mut [T]` parameter",
             ));
         }
-    }
-    if !sig.generics.params.is_empty() {
-        return Err(Error::new_spanned(
-            &sig.generics,
-            "generic offload kernels are not supported yet",
-        ));
     }
     if let Some(t) = &sig.asyncness {
         return Err(Error::new_spanned(t, "an offload kernel cannot be `async`"));
@@ -83,6 +93,7 @@ fn check_signature(func: &ItemFn) -> Result<()> {
 fn expand_body(func: &ItemFn, params: &[Param], body_fn: &Ident) -> TokenStream {
     let attrs = &func.attrs;
     let block = &func.block;
+    let (generics, _, where_clause) = func.sig.generics.split_for_impl();
     let inputs = params.iter().map(|p| {
         let (name, ty, elem) = (&p.name, &p.ty, &p.elem);
         match p.passing {
@@ -96,11 +107,11 @@ fn expand_body(func: &ItemFn, params: &[Param], body_fn: &Ident) -> TokenStream 
         #[doc(hidden)]
         #[inline(always)]
         #[allow(non_snake_case, unused_mut, clippy::too_many_arguments)]
-        fn #body_fn(#(#inputs),*) #block
+        fn #body_fn #generics (#(#inputs),*) #where_clause #block
     }
 }
 
-/// Raw parameter names for the device ABI: slices travel as (pointer, length).
+/// Raw parameter names for the device ABI: slices and pointees travel as (pointer, length).
 fn raw_names(p: &Param) -> (Ident, Ident) {
     (
         format_ident!("{}__ptr", p.name),
@@ -108,10 +119,14 @@ fn raw_names(p: &Param) -> (Ident, Ident) {
     )
 }
 
-fn expand_device_entry(func: &ItemFn, params: &[Param], body_fn: &Ident) -> TokenStream {
-    let name = &func.sig.ident;
-    let entry = format_ident!("__offload_entry_{}", name);
-    let export = name.to_string();
+/// The nvptx64 entry point exported as `export`, calling the body with `generic_args`.
+fn device_entry(
+    params: &[Param],
+    export: &str,
+    entry: &Ident,
+    body_fn: &Ident,
+    generic_args: TokenStream,
+) -> TokenStream {
     let mut inputs = Vec::new();
     let mut args = Vec::new();
     for p in params {
@@ -121,37 +136,115 @@ fn expand_device_entry(func: &ItemFn, params: &[Param], body_fn: &Ident) -> Toke
             Passing::Value => {
                 inputs.push(quote! { #pname: #ty });
                 args.push(quote! { #pname });
+                continue;
             }
-            Passing::Slice => {
-                inputs.push(quote! { #ptr: *const #elem, #len: usize });
-                args.push(quote! { ::offload::__device::slice_from_raw(#ptr, #len) });
+            Passing::Slice | Passing::Ref | Passing::PtrConst => {
+                inputs.push(quote! { #ptr: *const #elem, #len: usize })
             }
-            Passing::SliceMut => {
-                inputs.push(quote! { #ptr: *mut #elem, #len: usize });
-                args.push(quote! { ::offload::ThreadSlice::from_raw_parts(#ptr, #len) });
-            }
-            Passing::Atomic => {
-                inputs.push(quote! { #ptr: *mut #elem, #len: usize });
-                args.push(quote! { ::offload::Atomic::slice_from_raw(#ptr, #len) });
+            Passing::SliceMut | Passing::PtrMut | Passing::Atomic => {
+                inputs.push(quote! { #ptr: *mut #elem, #len: usize })
             }
         }
+        args.push(match p.passing {
+            Passing::Atomic => quote! { ::offload::Atomic::slice_from_raw(#ptr, #len) },
+            Passing::Slice => quote! { ::offload::__device::slice_from_raw(#ptr, #len) },
+            Passing::SliceMut => quote! { ::offload::ThreadSlice::from_raw_parts(#ptr, #len) },
+            Passing::Ref => quote! { &*#ptr },
+            _ => quote! { #ptr },
+        });
     }
     quote! {
+        #[cfg(target_arch = "nvptx64")]
         #[doc(hidden)]
         #[export_name = #export]
         #[allow(non_snake_case, improper_ctypes_definitions, clippy::too_many_arguments)]
         pub unsafe extern "ptx-kernel" fn #entry(#(#inputs),*) {
             // SAFETY: the runtime passes each slice as the device copy of a host slice of
-            // exactly this length, and one output buffer per `&mut [T]` parameter.
-            unsafe { #body_fn(#(#args),*) }
+            // exactly this length, each `&T` and raw pointer as the device copy of one `T`, and
+            // one output buffer per `&mut [T]` parameter.
+            unsafe { #body_fn::<#generic_args>(#(#args),*) }
         }
     }
 }
 
-fn expand_host(func: &ItemFn, params: &[Param], body_fn: &Ident) -> TokenStream {
+/// A generic kernel's entry for one instance, in a module where each generic parameter is an
+/// alias of the instance's argument, so the parameter types resolve as written.
+fn instance_entry(
+    func: &ItemFn,
+    params: &[Param],
+    body_fn: &Ident,
+    inst: &Instance,
+) -> TokenStream {
+    let name = &func.sig.ident;
+    let module = format_ident!("__offload_instance_{}__{}", name, inst.suffix);
+    let aliases = inst.bindings.iter().map(|b| match b {
+        Binding::Type { param, ty } => quote! { type #param = #ty; },
+        Binding::Const { param, ty, value } => quote! { const #param: #ty = #value; },
+    });
+    let params_in_order = inst.bindings.iter().map(|b| match b {
+        Binding::Type { param, .. } | Binding::Const { param, .. } => param,
+    });
+    let entry = format_ident!("entry");
+    let body_path = format_ident!("{}", body_fn);
+    let export = format!("{}__{}", name, inst.suffix);
+    let device = device_entry(
+        params,
+        &export,
+        &entry,
+        &body_path,
+        quote! { #(#params_in_order),* },
+    );
+    quote! {
+        #[cfg(target_arch = "nvptx64")]
+        #[doc(hidden)]
+        #[allow(non_snake_case, non_camel_case_types, non_upper_case_globals, dead_code)]
+        mod #module {
+            #[allow(unused_imports)]
+            use super::*;
+            #(#aliases)*
+            #device
+        }
+    }
+}
+
+/// Doc and `# Safety` text for launchers that take raw pointers.
+fn pointer_contract(params: &[Param]) -> Option<String> {
+    let pointers: Vec<String> = params
+        .iter()
+        .filter(|p| p.passing.is_raw_pointer())
+        .map(|p| format!("`{}`", p.name))
+        .collect();
+    (!pointers.is_empty()).then(|| {
+        format!(
+            "# Safety\nEach raw pointer ({}) must be aligned and valid for reads (`*mut`: and writes) of \
+             `size_of` of its pointee, which nothing else may access during the launch. The \
+             pointee is copied to the device (`*mut`: and back after the kernel succeeded), as \
+             std::offload maps pointers; every GPU thread sees the same device copy. A null \
+             pointer is an `Err(Error::InvalidArgument)`.",
+            pointers.join(", ")
+        )
+    })
+}
+
+fn expand_host(
+    func: &ItemFn,
+    params: &[Param],
+    body_fn: &Ident,
+    instances: &[Instance],
+    images: Images,
+) -> TokenStream {
     let vis = &func.vis;
     let name = &func.sig.ident;
     let name_str = name.to_string();
+    let generic = !instances.is_empty();
+    let contract = pointer_contract(params);
+    let unsafety = contract.as_ref().map(|_| quote! { unsafe });
+    let contract_doc: Vec<&String> = contract.iter().collect();
+    // Queued launches read and write their pointees until the stream's scope ends.
+    let enqueue_contract: Vec<String> = contract
+        .iter()
+        .map(|c| c.replace("during the launch", "until the stream's scope ends"))
+        .collect();
     let doc_launcher = format!(
         "Launch kernel `{name_str}` on the default device with a grid sized from the data, copying \
          slices to the device and `&mut` slices back. See [`{name_str}::launch`] for an explicit device and shape."
@@ -168,52 +261,176 @@ fn expand_host(func: &ItemFn, params: &[Param], body_fn: &Ident) -> TokenStream 
             }
         })
         .collect();
-    // The same, with every slice borrowed for the stream's scope `'s`.
+    // The same, with every slice and reference borrowed for the stream's scope `'s`.
     let enqueue_inputs = params.iter().map(|p| {
         let (n, ty, elem) = (&p.name, &p.ty, &p.elem);
         match p.passing {
-            Passing::Value => quote! { #n: #ty },
+            Passing::Value | Passing::PtrConst | Passing::PtrMut => quote! { #n: #ty },
             Passing::Slice => quote! { #n: &'s [#elem] },
             Passing::SliceMut | Passing::Atomic => quote! { #n: &'s mut [#elem] },
+            Passing::Ref => quote! { #n: &'s #elem },
         }
     });
-    let kernel_args: Vec<TokenStream> = params
+    let null_checks = params
         .iter()
+        .filter(|p| p.passing.is_raw_pointer())
         .map(|p| {
-            let n = &p.name;
-            match p.passing {
-                Passing::Value => quote! { ::offload::__private::KernelArg::value(&#n) },
-                Passing::Slice => quote! { ::offload::__private::KernelArg::slice(#n) },
-                Passing::SliceMut => quote! { ::offload::__private::KernelArg::slice_mut(#n) },
-                Passing::Atomic => quote! { ::offload::__private::KernelArg::atomics(#n) },
+            let (n, n_str) = (&p.name, p.name.to_string());
+            quote! {
+                if #n.is_null() {
+                    return ::core::result::Result::Err(::offload::Error::InvalidArgument {
+                        kernel: #name_str,
+                        argument: #n_str,
+                        reason: "is a null pointer",
+                    });
+                }
+                if !#n.is_aligned() {
+                    return ::core::result::Result::Err(::offload::Error::InvalidArgument {
+                        kernel: #name_str,
+                        argument: #n_str,
+                        reason: "is not aligned for its pointee type",
+                    });
+                }
             }
         })
-        .collect();
+        .collect::<Vec<_>>();
+    let kernel_args: Vec<TokenStream> = params.iter().map(|p| {
+        let n = &p.name;
+        match p.passing {
+            Passing::Value => quote! { ::offload::__private::KernelArg::value(&#n) },
+            Passing::Atomic => quote! { ::offload::__private::KernelArg::atomics(#n) },
+            Passing::Slice => quote! { ::offload::__private::KernelArg::slice(#n) },
+            Passing::SliceMut => quote! { ::offload::__private::KernelArg::slice_mut(#n) },
+            Passing::Ref => {
+                quote! { ::offload::__private::KernelArg::slice(::core::slice::from_ref(#n)) }
+            }
+            // SAFETY (both): non-null and aligned (checked above); valid for this launch by the
+            // launcher's contract.
+            Passing::PtrConst => quote! {
+                ::offload::__private::KernelArg::slice(unsafe { ::core::slice::from_raw_parts(#n, 1) })
+            },
+            Passing::PtrMut => quote! {
+                ::offload::__private::KernelArg::slice_mut(unsafe { ::core::slice::from_raw_parts_mut(#n, 1) })
+            },
+        }
+    }).collect();
     let host_args = params.iter().enumerate().map(|(i, p)| {
         let elem = &p.elem;
         match p.passing {
             Passing::Value => quote! { args[#i].read_value::<#elem>() },
+            Passing::Atomic => quote! { args[#i].as_atomics::<#elem>() },
             Passing::Slice => quote! { args[#i].as_slice::<#elem>() },
             Passing::SliceMut => quote! { args[#i].as_thread_slice::<#elem>() },
-            Passing::Atomic => quote! { args[#i].as_atomics::<#elem>() },
+            Passing::Ref => quote! { &args[#i].as_slice::<#elem>()[0] },
+            Passing::PtrConst => quote! { args[#i].as_slice::<#elem>().as_ptr() },
+            Passing::PtrMut => quote! { args[#i].as_thread_slice::<#elem>().as_mut_ptr() },
         }
     });
     let arity = params.len();
     let arity_msg = {
         let list: Vec<String> = sig_inputs
             .iter()
-            .map(|input| input.to_string().replace(" :", ":").replace("& ", "&"))
+            .map(|input| instances::tidy(input.clone()).replace(" :", ":"))
             .collect();
         format!("`args` of offload! has the wrong length: kernel `{name_str}` takes {arity} argument{} ({})", if arity == 1 { "" } else { "s" }, list.join(", "))
     };
-    let images = quote! { crate::__OFFLOAD_IMAGES };
+    let (images_expr, own_images) = match images {
+        Images::CrateRoot => (quote! { crate::__OFFLOAD_IMAGES }, quote! {}),
+        Images::OwnCopy => (
+            quote! { IMAGES },
+            quote! {
+                /// The device images of this crate (a std::offload program has no
+                /// `offload::embed_images!()`).
+                static IMAGES: ::offload::ImageSet =
+                    ::core::include!(::core::concat!(::core::env!("OUT_DIR"), "/offload_images.rs"));
+            },
+        ),
+    };
     let host_cfg: TokenStream = format!("not({DEVICE_CFG})").parse().unwrap();
+
+    // Generic kernels: the descriptor comes from the instance's `Declared` impl.
+    let generics = &func.sig.generics;
+    let (impl_generics, call_generics, where_clause) = if generic {
+        let mut g: Generics = generics.clone();
+        let (_, type_args, _) = generics.split_for_impl();
+        let turbofish = type_args.as_turbofish();
+        let clause = g.make_where_clause();
+        clause
+            .predicates
+            .push(parse_quote! { Instance #type_args: Declared });
+        for p in params {
+            let elem = &p.elem;
+            let pred: WherePredicate = parse_quote! { #elem: ::offload::DeviceCopy };
+            clause.predicates.push(pred);
+        }
+        let (ig, _, wc) = g.split_for_impl();
+        (quote! { #ig }, quote! { #turbofish }, quote! { #wc })
+    } else {
+        (quote! {}, quote! {}, quote! {})
+    };
+    // `Declared` and `Instance` as the top-level launcher names them.
+    let outer_where = if generic {
+        let mut g: Generics = generics.clone();
+        let (_, type_args, _) = generics.split_for_impl();
+        let clause = g.make_where_clause();
+        clause
+            .predicates
+            .push(parse_quote! { #name::Instance #type_args: #name::Declared });
+        for p in params {
+            let elem = &p.elem;
+            clause
+                .predicates
+                .push(parse_quote! { #elem: ::offload::DeviceCopy });
+        }
+        let wc = g.where_clause.clone();
+        quote! { #wc }
+    } else {
+        quote! {}
+    };
+    // `launch`'s generics with the stream's scope `'s` in front, for `enqueue`.
+    let enqueue_generics = {
+        let mut g: Generics = if generic {
+            let mut g = generics.clone();
+            g.where_clause = syn::parse2(where_clause.clone()).ok();
+            g
+        } else {
+            Generics::default()
+        };
+        g.params.insert(0, parse_quote! { 's });
+        let (ig, _, _) = g.split_for_impl();
+        quote! { #ig }
+    };
+    let descriptor = if generic {
+        generic_descriptor(func, instances, &images_expr)
+    } else {
+        quote! {
+            /// The kernel's descriptor: its name, the device images holding it, and its host entry.
+            pub static KERNEL: ::offload::__private::Kernel = ::offload::__private::Kernel {
+                name: #name_str,
+                images: &#images_expr,
+                host_thread,
+            };
+        }
+    };
+    let kernel_ref = if generic {
+        quote! { <Instance #call_generics as Declared>::kernel() }
+    } else {
+        quote! { &KERNEL }
+    };
+    let launch_call =
+        quote! { #name::launch #call_generics(::offload::Launch::auto(), #(#names),*) };
+    let launch_call = match &unsafety {
+        // SAFETY: the caller keeps this launcher's contract, which is `launch`'s.
+        Some(_) => quote! { unsafe { #launch_call } },
+        None => launch_call,
+    };
     quote! {
         #[cfg(#host_cfg)]
         #[doc = #doc_launcher]
-        #[allow(clippy::too_many_arguments)]
-        #vis fn #name(#(#sig_inputs),*) -> ::offload::Result<()> {
-            #name::launch(::offload::Launch::auto(), #(#names),*)
+        #(#[doc = #contract_doc])*
+        #[allow(clippy::too_many_arguments, clippy::multiple_bound_locations)]
+        #vis #unsafety fn #name #impl_generics (#(#sig_inputs),*) -> ::offload::Result<()> #outer_where {
+            #launch_call
         }
 
         #[cfg(#host_cfg)]
@@ -224,22 +441,26 @@ fn expand_host(func: &ItemFn, params: &[Param], body_fn: &Ident) -> TokenStream 
             use super::*;
 
             /// Launch with an explicit device and launch shape.
-            #[allow(clippy::too_many_arguments)]
-            pub fn launch(launch: ::offload::Launch<'_>, #(#sig_inputs),*) -> ::offload::Result<()> {
+            #(#[doc = #contract_doc])*
+            #[allow(clippy::too_many_arguments, clippy::multiple_bound_locations)]
+            pub #unsafety fn launch #impl_generics (launch: ::offload::Launch<'_>, #(#sig_inputs),*) -> ::offload::Result<()> #where_clause {
+                #(#null_checks)*
                 let mut args = [#(#kernel_args),*];
-                ::offload::__private::launch(&KERNEL, launch, &mut args)
+                ::offload::__private::launch(#kernel_ref, launch, &mut args)
             }
 
             /// Queue on `stream` and return at once; the slices stay borrowed until the stream's
             /// scope ends (see `offload::scope`).
-            #[allow(clippy::too_many_arguments)]
-            pub fn enqueue<'s>(
+            #(#[doc = #enqueue_contract])*
+            #[allow(clippy::too_many_arguments, clippy::multiple_bound_locations)]
+            pub #unsafety fn enqueue #enqueue_generics (
                 stream: &::offload::Stream<'s>,
                 launch: ::offload::Launch<'_>,
                 #(#enqueue_inputs),*
-            ) -> ::offload::Result<()> {
+            ) -> ::offload::Result<()> #where_clause {
+                #(#null_checks)*
                 let mut args = [#(#kernel_args),*];
-                ::offload::__private::enqueue(&KERNEL, stream, launch, &mut args)
+                ::offload::__private::enqueue(#kernel_ref, stream, launch, &mut args)
             }
 
             /// Fails const evaluation (a compile error naming the parameters) unless `given`,
@@ -251,21 +472,84 @@ fn expand_host(func: &ItemFn, params: &[Param], body_fn: &Ident) -> TokenStream 
                 }
             }
 
-            /// The kernel's descriptor: its name, the device images holding it, and its host entry.
-            pub static KERNEL: ::offload::__private::Kernel = ::offload::__private::Kernel {
-                name: #name_str,
-                images: &#images,
-                host_thread,
-            };
+            #own_images
+            #descriptor
 
             /// Run one GPU thread of the kernel on the host.
             ///
             /// # Safety
             /// `args` must be the arguments of a launch of this kernel, built by `launch`.
-            unsafe fn host_thread(args: &[::offload::__private::KernelArg<'_>]) {
+            #[allow(clippy::multiple_bound_locations)]
+            unsafe fn host_thread #impl_generics (args: &[::offload::__private::KernelArg<'_>]) #where_clause {
                 // SAFETY: the argument kinds and element types match `launch`'s, which built them.
-                unsafe { super::#body_fn(#(#host_args),*) }
+                unsafe { super::#body_fn #call_generics(#(#host_args),*) }
             }
         }
+    }
+}
+
+/// For a generic kernel: `Instance<…>` names a choice of generic arguments, and the sealed trait
+/// `Declared`, implemented for the declared instances only, gives each its descriptor. Launching
+/// any other instance fails to compile with the trait's message.
+fn generic_descriptor(func: &ItemFn, instances: &[Instance], images: &TokenStream) -> TokenStream {
+    let name = &func.sig.ident;
+    let name_str = name.to_string();
+    let generics = &func.sig.generics;
+    let struct_params = generics.params.iter().map(|p| match p {
+        syn::GenericParam::Type(t) => {
+            let id = &t.ident;
+            quote! { #id }
+        }
+        syn::GenericParam::Const(c) => {
+            let (id, ty) = (&c.ident, &c.ty);
+            quote! { const #id: #ty }
+        }
+        syn::GenericParam::Lifetime(_) => unreachable!("rejected by instances::resolve"),
+    });
+    let type_params: Vec<&Ident> = generics.type_params().map(|t| &t.ident).collect();
+    let declared_list = instances
+        .iter()
+        .map(|i| format!("{name_str}::<{}>", i.describe()))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let message =
+        format!("this instance of generic kernel `{name_str}` was not compiled for the device");
+    let label = format!("`{name_str}` has no device entry for these generic arguments");
+    let note = format!(
+        "the device images hold only {declared_list}; add the missing one to #[offload::kernel(instances(...))]"
+    );
+    let impls = instances.iter().map(|inst| {
+        let args = inst.args();
+        let entry = format!("{}__{}", name_str, inst.suffix);
+        quote! {
+            impl sealed::Sealed for Instance<#args> {}
+            impl Declared for Instance<#args> {
+                fn kernel() -> &'static ::offload::__private::Kernel {
+                    static KERNEL: ::offload::__private::Kernel = ::offload::__private::Kernel {
+                        name: #entry,
+                        images: &#images,
+                        host_thread: host_thread::<#args>,
+                    };
+                    &KERNEL
+                }
+            }
+        }
+    });
+    quote! {
+        /// One choice of the kernel's generic arguments.
+        pub struct Instance<#(#struct_params),*>(::core::marker::PhantomData<fn() -> (#(#type_params,)*)>);
+
+        mod sealed {
+            pub trait Sealed {}
+        }
+
+        /// Implemented for the instances compiled for the device, and only those.
+        #[diagnostic::on_unimplemented(message = #message, label = #label, note = #note)]
+        pub trait Declared: sealed::Sealed {
+            /// The instance's descriptor: its device entry, the images, its host entry.
+            fn kernel() -> &'static ::offload::__private::Kernel;
+        }
+
+        #(#impls)*
     }
 }

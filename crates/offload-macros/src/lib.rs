@@ -3,6 +3,7 @@
 //! that a `#[repr(C)]` struct can be copied to the device.
 
 mod device_copy;
+mod instances;
 mod kernel;
 mod offload_macro;
 mod params;
@@ -14,14 +15,24 @@ use proc_macro::TokenStream;
 /// Parameters may be scalars and `#[repr(C)]` structs implementing `DeviceCopy` (by value),
 /// `&[T]` (copied to the device, read-only) and `&mut [T]` (copied to the device and back; seen
 /// in the body as an `offload::ThreadSlice<T>`, which lets each thread reach only its own
-/// elements). The function must return nothing and have no generic parameters.
+/// elements). The function must return nothing.
+///
+/// `&T` (a single value, copied to the device), `*const T` and `*mut T` (copied there and, for
+/// `*mut`, back: std::offload's mapping of pointers by the size of their pointee) are accepted
+/// too; raw pointers make the launcher `unsafe`.
+///
+/// A generic kernel lists the instances compiled for the device:
+/// `#[offload::kernel(instances(T = f32 | f64 | half::f16, N = 2 | 4))]` builds every
+/// combination, each exported as `NAME__f32__2` and so on. Its launcher is generic, and launching
+/// an instance that is not listed is a compile error. A kernel whose one type parameter has only
+/// marker bounds (`T: Copy`) needs no list: every primitive `DeviceCopy` type is built.
 ///
 /// Generated next to the function, on the host: `fn NAME(args…) -> offload::Result<()>`, which
 /// launches with a grid sized from the data on the default device, and a module `NAME` with
 /// `NAME::launch(offload::Launch, args…)` for an explicit device and launch shape.
 #[proc_macro_attribute]
 pub fn kernel(attr: TokenStream, item: TokenStream) -> TokenStream {
-    kernel::expand(attr.into(), item.into())
+    kernel::expand(attr.into(), item.into(), kernel::Images::CrateRoot)
         .unwrap_or_else(syn::Error::into_compile_error)
         .into()
 }
@@ -43,6 +54,24 @@ pub fn kernel(attr: TokenStream, item: TokenStream) -> TokenStream {
 #[proc_macro]
 pub fn offload(input: TokenStream) -> TokenStream {
     offload_macro::expand(input.into())
+        .unwrap_or_else(syn::Error::into_compile_error)
+        .into()
+}
+
+/// `#[offload_kernel]` of std::offload programs: `#[kernel]`, except that the kernel embeds the
+/// crate's device images itself (those programs call no `offload::embed_images!()`).
+#[proc_macro_attribute]
+pub fn offload_kernel(attr: TokenStream, item: TokenStream) -> TokenStream {
+    kernel::expand(attr.into(), item.into(), kernel::Images::OwnCopy)
+        .unwrap_or_else(syn::Error::into_compile_error)
+        .into()
+}
+
+/// `offload!` with std::offload's semantics: evaluates to `()`, panics when the launch fails, and
+/// accepts raw-pointer arguments without an `unsafe` block, as std::offload does.
+#[proc_macro]
+pub fn offload_std(input: TokenStream) -> TokenStream {
+    offload_macro::expand_std(input.into())
         .unwrap_or_else(syn::Error::into_compile_error)
         .into()
 }

@@ -6,11 +6,11 @@
 //! `path::launch(Launch…, a, &x, &mut y)`, so argument types are checked against the kernel's.
 
 use proc_macro2::{Span, TokenStream};
-use quote::{quote, quote_spanned};
+use quote::{format_ident, quote, quote_spanned};
 use syn::parse::{Parse, ParseStream};
 use syn::punctuated::Punctuated;
 use syn::spanned::Spanned;
-use syn::{Error, Expr, ExprLit, Ident, Lit, Result, Token};
+use syn::{Error, Expr, ExprLit, Ident, Lit, PathArguments, Result, Token};
 
 const FIELDS: &str = "kernel, args, workgroup_dim, thread_dim, dyn_cache, device";
 
@@ -40,7 +40,25 @@ struct Fields {
     device: Option<Expr>,
 }
 
+/// What the expansion evaluates to.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Flavor {
+    /// `offload::Result<()>`, the launcher's own result.
+    Result,
+    /// `()`, as std::offload's macro: a failed launch panics, and raw-pointer arguments need no
+    /// `unsafe` block at the call.
+    Std,
+}
+
 pub fn expand(input: TokenStream) -> Result<TokenStream> {
+    expand_flavor(input, Flavor::Result)
+}
+
+pub fn expand_std(input: TokenStream) -> Result<TokenStream> {
+    expand_flavor(input, Flavor::Std)
+}
+
+fn expand_flavor(input: TokenStream, flavor: Flavor) -> Result<TokenStream> {
     let parsed =
         syn::parse::Parser::parse2(Punctuated::<Field, Token![,]>::parse_terminated, input)?;
     let mut f = Fields::default();
@@ -68,7 +86,7 @@ pub fn expand(input: TokenStream) -> Result<TokenStream> {
     let kernel = f.kernel.ok_or_else(|| missing("kernel"))?;
     let args = f.args.ok_or_else(|| missing("args"))?;
 
-    let kernel = match kernel {
+    let mut kernel = match kernel {
         Expr::Path(p) if p.qself.is_none() && p.attrs.is_empty() => p.path,
         other => {
             return Err(Error::new_spanned(
@@ -76,6 +94,17 @@ pub fn expand(input: TokenStream) -> Result<TokenStream> {
                 "`kernel` must name an #[offload::kernel] function",
             ))
         }
+    };
+    // `kernel = fill::<f64>` picks an instance of a generic kernel: the arguments go to its
+    // launcher, `fill::launch::<f64>`.
+    let instance = match kernel.segments.last_mut().map(|s| &mut s.arguments) {
+        Some(PathArguments::AngleBracketed(a)) => {
+            let mut a = a.clone();
+            a.colon2_token = Some(Default::default());
+            kernel.segments.last_mut().unwrap().arguments = PathArguments::None;
+            quote! { #a }
+        }
+        _ => quote! {},
     };
     // rustc's arity errors point at the call; spanning it at the tuple points them there.
     let args_span = args.span();
@@ -97,7 +126,7 @@ pub fn expand(input: TokenStream) -> Result<TokenStream> {
     let grid = dim("workgroup_dim", f.workgroup_dim)?;
     let block = dim("thread_dim", f.thread_dim)?;
 
-    let launcher = quote_spanned! {kernel.span()=> #kernel::launch };
+    let launcher = quote_spanned! {kernel.span()=> #kernel::launch #instance };
     let launch = match &f.device {
         None => quote! { ::offload::Launch::auto() },
         Some(_) => quote! { ::offload::Launch::on(&__offload_device) },
@@ -106,8 +135,29 @@ pub fn expand(input: TokenStream) -> Result<TokenStream> {
     // garbled suggestion; this check names the kernel's parameters instead.
     let given = args.len();
     let check = quote_spanned! {args_span=> const _: () = #kernel::__offload_check_arity(#given); };
-    let call = quote_spanned! {args_span=> { #check #launcher(#launch.grid(#grid).block(#block), #(#args),*) } };
-    Ok(match f.device {
+    let call = match flavor {
+        Flavor::Result => quote_spanned! {args_span=>
+            { #check #launcher(#launch.grid(#grid).block(#block), #(#args),*) }
+        },
+        Flavor::Std => {
+            // The arguments are evaluated outside the `unsafe` block, so that it covers the
+            // launcher call alone.
+            let temps: Vec<Ident> = (0..given)
+                .map(|i| format_ident!("__offload_arg{i}"))
+                .collect();
+            quote_spanned! {args_span=> {
+                #check
+                let (#(#temps,)*) = (#(#args,)*);
+                #[allow(unused_unsafe)]
+                // SAFETY: std::offload's contract, which programs written for it keep: each raw
+                // pointer argument points to a live, aligned value that nothing else touches
+                // during the launch.
+                let __offload_result = unsafe { #launcher(#launch.grid(#grid).block(#block), #(#temps),*) };
+                __offload_result
+            } }
+        }
+    };
+    let result = match f.device {
         None => call,
         // A plain block, not a closure, so the arguments' borrows are not moved anywhere.
         Some(index) => quote! {
@@ -116,6 +166,15 @@ pub fn expand(input: TokenStream) -> Result<TokenStream> {
                 ::core::result::Result::Err(e) => ::core::result::Result::Err(e),
             }
         },
+    };
+    Ok(match flavor {
+        Flavor::Result => result,
+        Flavor::Std => quote! {{
+            let __offload_status: ::offload::Result<()> = #result;
+            if let ::core::result::Result::Err(e) = __offload_status {
+                ::core::panic!("offload: {}", e)
+            }
+        }},
     })
 }
 

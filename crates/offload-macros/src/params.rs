@@ -1,4 +1,6 @@
-//! How each kernel parameter crosses to the device, decided from its written type.
+//! How each kernel parameter crosses to the device, decided from its written type, as rustc's
+//! `std::offload` maps by type: values by value, shared data to the device, mutable data there
+//! and back.
 
 use syn::{Error, FnArg, GenericArgument, Ident, Pat, PathArguments, Result, Type};
 
@@ -12,6 +14,20 @@ pub enum Passing {
     /// `&[Atomic<T>]`: the caller passes `&mut [T]`, copied to the device and back; every thread
     /// reaches every element, atomically.
     Atomic,
+    /// `&T` (not a slice): the pointee copied to the device, a shared reference in the kernel.
+    Ref,
+    /// `*const T`: `size_of::<T>()` bytes copied to the device; the kernel gets the device address.
+    PtrConst,
+    /// `*mut T`: `size_of::<T>()` bytes copied to the device and back; the kernel gets the device
+    /// address and all its threads share it (the kernel keeps them apart, in `unsafe` code).
+    PtrMut,
+}
+
+impl Passing {
+    /// Raw pointers make the launcher `unsafe`: the caller vouches for the pointee.
+    pub fn is_raw_pointer(&self) -> bool {
+        matches!(self, Passing::PtrConst | Passing::PtrMut)
+    }
 }
 
 pub struct Param {
@@ -19,7 +35,8 @@ pub struct Param {
     pub mutable_binding: bool,
     /// The type as written, used in the launcher's signature.
     pub ty: Type,
-    /// `T` of `&[T]` / `&mut [T]` / `&[Atomic<T>]`, or the value's own type.
+    /// `T` of `&[T]`, `&mut [T]`, `&[Atomic<T>]`, `&T`, `*const T` or `*mut T`, or the value's own
+    /// type.
     pub elem: Type,
     pub passing: Passing,
 }
@@ -47,35 +64,43 @@ pub fn parse(arg: &FnArg) -> Result<Param> {
     };
     let ty = (*typed.ty).clone();
     let (elem, passing) = match &ty {
-        Type::Reference(r) => {
-            let elem = match &*r.elem {
-                Type::Slice(s) => (*s.elem).clone(),
-                other => {
-                    return Err(Error::new_spanned(
-                        other,
-                        "offload kernels take references to slices only: use `&[T]` or `&mut [T]` (a single value goes by value)",
-                    ))
+        Type::Reference(r) => match (&*r.elem, r.mutability.is_some()) {
+            (Type::Slice(s), mutable) => {
+                let elem = (*s.elem).clone();
+                match (atomic_elem(&elem), mutable) {
+                    (Some(inner), false) => (inner, Passing::Atomic),
+                    (Some(_), true) => {
+                        return Err(Error::new_spanned(
+                            r,
+                            "atomics are shared by every thread: take them as `&[Atomic<T>]`",
+                        ))
+                    }
+                    (None, true) => (elem, Passing::SliceMut),
+                    (None, false) => (elem, Passing::Slice),
                 }
-            };
-            match (atomic_elem(&elem), r.mutability.is_some()) {
-                (Some(inner), false) => (inner, Passing::Atomic),
-                (Some(_), true) => {
-                    return Err(Error::new_spanned(
-                        r,
-                        "atomics are shared by every thread: take them as `&[Atomic<T>]`",
-                    ))
-                }
-                (None, true) => (elem, Passing::SliceMut),
-                (None, false) => (elem, Passing::Slice),
             }
-        }
+            (other, false) => (other.clone(), Passing::Ref),
+            (other, true) => return Err(Error::new_spanned(
+                other,
+                "a `&mut T` kernel parameter would be one mutable reference shared by every GPU \
+                     thread: use `&mut [T]` (each thread reaches its own elements) or `*mut T` \
+                     (raw, unsafe to write)",
+            )),
+        },
         Type::Ptr(p) => {
+            let passing = if p.mutability.is_some() {
+                Passing::PtrMut
+            } else {
+                Passing::PtrConst
+            };
+            ((*p.elem).clone(), passing)
+        }
+        Type::ImplTrait(t) => {
             return Err(Error::new_spanned(
-                p,
-                "raw pointers cannot be kernel parameters: use `&[T]` or `&mut [T]`, whose data is moved to the device",
+                t,
+                "`impl Trait` cannot be a kernel parameter",
             ))
         }
-        Type::ImplTrait(t) => return Err(Error::new_spanned(t, "`impl Trait` cannot be a kernel parameter")),
         _ => (ty.clone(), Passing::Value),
     };
     Ok(Param {

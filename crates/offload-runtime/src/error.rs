@@ -26,6 +26,14 @@ pub enum Error {
         reason: String,
     },
 
+    /// An argument cannot be passed to the kernel (a null raw pointer, say); nothing was launched.
+    #[error("kernel `{kernel}`: argument `{argument}` {reason}")]
+    InvalidArgument {
+        kernel: &'static str,
+        argument: &'static str,
+        reason: &'static str,
+    },
+
     /// The device has not enough free memory for the launch's data.
     #[error("out of memory on {device}: {bytes} bytes requested for kernel `{kernel}`")]
     OutOfMemory {

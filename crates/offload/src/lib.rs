@@ -48,6 +48,30 @@ pub use offload_runtime::{
     ImageFormat, ImageSet, Launch, LaunchReport, PinnedVec, Result, Stream, StreamScope,
 };
 
+/// The names of rustc nightly's `core::offload` (std::offload), so that a program written for it
+/// switches by changing its import: `use core::offload::{offload, offload_kernel}` becomes
+/// `use offload::std_offload::{offload, offload_kernel}`.
+///
+/// - `#[offload_kernel]` is `#[offload::kernel]` that embeds the crate's device images itself.
+///   Raw pointers map as in std::offload, by the size of the pointee: `*const T` copies
+///   `size_of::<T>()` bytes to the device, `*mut T` there and back, and every GPU thread gets
+///   the same device address. A generic kernel declares its instances (see
+///   [`kernel`](macro@kernel)); one type parameter with marker bounds only (`T: Copy`) is built
+///   for every primitive type.
+/// - `offload!` takes std::offload's fields and, like it, evaluates to `()`: a failed launch
+///   panics with the error, and raw-pointer arguments are passed without an `unsafe` block
+///   (std::offload's contract: each points to a live, aligned value nothing else touches during
+///   the launch).
+///
+/// The program is compiled for the device too (`offload_build::Kernels::new("src/main.rs")`),
+/// so, as for std::offload, its host-only code sits behind `#[cfg(target_os = "linux")]` or
+/// `#[cfg(not(target_arch = "nvptx64"))]`. std::offload has no portable thread index, and the
+/// host backend cannot run `core::arch::nvptx` calls: kernels that use them run on the GPU only.
+pub mod std_offload {
+    pub use offload_macros::offload_kernel;
+    pub use offload_macros::offload_std as offload;
+}
+
 /// What a kernels module usually imports.
 pub mod prelude {
     pub use offload_kernel::math;

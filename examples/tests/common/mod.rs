@@ -256,3 +256,134 @@ pub fn math_kernel_is_accurate(device: &Device) -> (Vec<f32>, Vec<f64>) {
     }
     (out32, out64)
 }
+
+/// Bit patterns of any `DeviceCopy` slice (integers and floats of every width, f16 included).
+fn bytes_of<T: offload::DeviceCopy>(v: &[T]) -> &[u8] {
+    // SAFETY: the element types compared here (floats, half floats and arrays of them) have no
+    // padding, so every byte is initialised; the view borrows `v`.
+    unsafe { std::slice::from_raw_parts(v.as_ptr().cast(), std::mem::size_of_val(v)) }
+}
+
+/// One precision of the generic axpy against the CPU loop in the same precision, bit for bit.
+fn axpy_case<T>(device: &Device, to_t: impl Fn(f32) -> T)
+where
+    T: offload::DeviceCopy + std::ops::Add<Output = T> + std::ops::Mul<Output = T>,
+    kernels::axpy::Instance<T>: kernels::axpy::Declared,
+{
+    for n in SIZES {
+        let x: Vec<T> = floats(n, 21).into_iter().map(&to_t).collect();
+        let y0: Vec<T> = floats(n, 22).into_iter().map(&to_t).collect();
+        let a = to_t(-1.25);
+        let mut expected = y0.clone();
+        reference::axpy(a, &x, &mut expected);
+        let mut y = y0.clone();
+        kernels::axpy::launch(Launch::on(device), a, &x, &mut y).unwrap();
+        assert!(
+            bytes_of(&y) == bytes_of(&expected),
+            "axpy<{}> n={n} on {}",
+            std::any::type_name::<T>(),
+            device.name()
+        );
+        if n > 0 {
+            let report = offload::last_launch().unwrap();
+            assert_eq!(
+                report.kernel,
+                format!(
+                    "axpy__{}",
+                    std::any::type_name::<T>().rsplit("::").next().unwrap()
+                ),
+                "the instance's own device entry ran"
+            );
+        }
+    }
+}
+
+/// The generic axpy in f32, f64, f16 and bf16.
+pub fn generic_axpy_matches_cpu(device: &Device) {
+    axpy_case(device, |v| v);
+    axpy_case(device, |v| v as f64 * 1.000_000_1);
+    axpy_case(device, offload::half::f16::from_f32);
+    axpy_case(device, offload::half::bf16::from_f32);
+    // The default launcher infers the instance from the arguments, too.
+    let x = vec![offload::half::f16::from_f32(2.0); 300];
+    let mut y = vec![offload::half::f16::from_f32(0.5); 300];
+    kernels::axpy(offload::half::f16::from_f32(3.0), &x, &mut y).unwrap();
+    assert!(y.iter().all(|v| v.to_f32() == 6.5));
+}
+
+fn matmul_case<T, const N: usize>(device: &Device, to_t: impl Fn(f32) -> T)
+where
+    T: kernels::Scalar + offload::DeviceCopy,
+    kernels::batched_matmul::Instance<T, N>: kernels::batched_matmul::Declared,
+{
+    for batch in [0, 1, 255, 257, 10_000] {
+        let matrices = |seed| -> Vec<[[T; N]; N]> {
+            let v = floats(batch * N * N, seed);
+            (0..batch)
+                .map(|k| {
+                    std::array::from_fn(|i| std::array::from_fn(|j| to_t(v[(k * N + i) * N + j])))
+                })
+                .collect()
+        };
+        let (a, b) = (matrices(31), matrices(32));
+        let mut expected = vec![[[T::zero(); N]; N]; batch];
+        reference::batched_matmul(&a, &b, &mut expected);
+        let mut c = vec![[[T::zero(); N]; N]; batch];
+        kernels::batched_matmul::launch::<T, N>(Launch::on(device), &a, &b, &mut c).unwrap();
+        assert!(
+            bytes_of(&c) == bytes_of(&expected),
+            "batched_matmul<{}, {N}> batch={batch} on {}",
+            std::any::type_name::<T>(),
+            device.name()
+        );
+    }
+}
+
+/// The const-generic small-matrix kernel for N = 2, 3, 4 in f32 and f64.
+pub fn const_generic_matmul_matches_cpu(device: &Device) {
+    matmul_case::<f32, 2>(device, |v| v);
+    matmul_case::<f32, 3>(device, |v| v);
+    matmul_case::<f32, 4>(device, |v| v);
+    matmul_case::<f64, 2>(device, f64::from);
+    matmul_case::<f64, 3>(device, f64::from);
+    matmul_case::<f64, 4>(device, f64::from);
+}
+
+/// A `*mut [f64; 256]` parameter: the pointee goes to the device and back whole, whatever the
+/// shape; a `&f64` goes by reference; a null pointer is an error and nothing runs.
+pub fn raw_pointer_kernel_maps_the_pointee(device: &Device) {
+    for (grid, block) in [(1, 1), (1, 256), (3, 32), (8, 64)] {
+        let mut x = [f64::NAN; 256];
+        let step = 0.5;
+        // SAFETY: `x` is a live, aligned local that nothing else touches during the launch.
+        unsafe {
+            kernels::iota_fixed::launch(
+                Launch::on(device).grid(grid).block(block),
+                &mut x as *mut [f64; 256],
+                10.0,
+                &step,
+            )
+        }
+        .unwrap();
+        for (k, v) in x.iter().enumerate() {
+            assert_eq!(
+                *v,
+                10.0 + 0.5 * k as f64,
+                "x[{k}] grid {grid} block {block} on {}",
+                device.name()
+            );
+        }
+    }
+    // SAFETY: a null pointer is refused before anything is read.
+    let err =
+        unsafe { kernels::iota_fixed::launch(Launch::on(device), std::ptr::null_mut(), 0.0, &1.0) }
+            .unwrap_err();
+    match err {
+        Error::InvalidArgument {
+            kernel: "iota_fixed",
+            argument: "x",
+            reason,
+        } => assert_eq!(reason, "is a null pointer"),
+        other => panic!("expected InvalidArgument, got {other:?}"),
+    }
+}

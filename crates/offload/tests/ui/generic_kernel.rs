@@ -1,9 +1,10 @@
 include!("shared/no_images.rs");
 
+// Arithmetic bounds: which element types to build cannot be guessed, so they must be declared.
 #[offload::kernel]
-fn fill<T: offload::DeviceCopy>(v: T, y: &mut [T]) {
+fn scale<T: offload::DeviceCopy + core::ops::Mul<Output = T>>(a: T, y: &mut [T]) {
     for (_, y) in y.iter_mine() {
-        *y = v;
+        *y = a * *y;
     }
 }
 
