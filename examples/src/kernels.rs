@@ -4,6 +4,8 @@ use num_traits::Zero;
 use offload::half::{bf16, f16};
 use offload::prelude::*;
 
+pub mod block;
+
 /// `y = a * x + y`.
 #[offload::kernel]
 pub fn saxpy(a: f32, x: &[f32], y: &mut [f32]) {

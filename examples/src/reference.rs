@@ -59,3 +59,15 @@ pub fn batched_matmul<T: Scalar, const N: usize>(
         }
     }
 }
+
+/// `C = A · B` for row-major `A` (m × k) and `B` (k × n), accumulated in f64.
+pub fn sgemm(m: usize, n: usize, k: usize, a: &[f32], b: &[f32], c: &mut [f32]) {
+    for i in 0..m {
+        for j in 0..n {
+            let dot: f64 = (0..k)
+                .map(|d| a[i * k + d] as f64 * b[d * n + j] as f64)
+                .sum();
+            c[i * n + j] = dot as f32;
+        }
+    }
+}

@@ -95,7 +95,24 @@ done
 
 set -- "$work"/obj*.o
 [ -e "$1" ] || fail "no bitcode objects given"
-"$LLVM_LINK" "$@" -o "$work/main.bc" || fail "llvm-link failed"
+"$LLVM_LINK" "$@" -o "$work/objects.bc" || fail "llvm-link failed"
+
+# Shared memory. Rust cannot place a static in PTX's shared state space, so kernels declare
+# `extern` byte arrays named __offload_shared_* (offload::shared!), and this module defines each
+# in addrspace(3); llvm-link turns their uses into address-space casts. It also defines
+# __offload_dyn_shared_base, the generic address of the launch's dynamic shared memory.
+"$LLVM_LINK" -S "$work/objects.bc" -o "$work/objects.ll" || fail "llvm-link failed"
+{
+    grep '^target ' "$work/objects.ll" || true
+    sed -n 's/^\(@"\{0,1\}__offload_shared_[^ ]*\) = external .*global \(\[[0-9]* x i8\]\).*/\1 = addrspace(3) global \2 undef, align 16/p' \
+        "$work/objects.ll" | sort -u
+    echo '@__offload_dyn_shared = external addrspace(3) global [0 x i8], align 16'
+    echo 'define ptr @__offload_dyn_shared_base() alwaysinline {'
+    echo '  ret ptr addrspacecast (ptr addrspace(3) @__offload_dyn_shared to ptr)'
+    echo '}'
+} > "$work/shared.ll"
+"$LLVM_LINK" "$work/objects.bc" "$work/shared.ll" -o "$work/main.bc" \
+    || fail "llvm-link of the shared-memory definitions failed"
 
 # Libraries only contribute what the objects still need (compiler_builtins).
 set -- "$work"/lib*.a
@@ -188,7 +205,9 @@ mod tests {
         assert_eq!(
             lines,
             [
-                "link W/obj1001.o -o W/main.bc",
+                "link W/obj1001.o -o W/objects.bc",
+                "link -S W/objects.bc -o W/objects.ll",
+                "link W/objects.bc W/shared.ll -o W/main.bc",
                 "link --ignore-non-bitcode --only-needed W/main.bc W/lib1002.a -o W/linked.bc",
                 "opt --internalize-public-api-list=OFFLOAD_PANIC_RECORD,OFFLOAD_PANIC_FLAG_PTR,saxpy,stencil -passes=internalize,default<O3> W/linked.bc -o W/opt.bc",
                 &format!("llc -mtriple=nvptx64-nvidia-cuda -mcpu=sm_90 -O3 W/opt.bc -o {}", out.display()),

@@ -16,10 +16,14 @@ extern crate std;
 mod atomic;
 mod device_copy;
 mod fence;
+#[cfg(not(target_arch = "nvptx64"))]
+pub mod host_block;
 mod index;
 pub mod math;
 #[doc(hidden)]
 pub mod panic_record;
+mod shared;
+mod sync;
 mod thread_slice;
 
 pub use atomic::Atomic;
@@ -34,7 +38,16 @@ pub use index::{
     block_dim, block_idx, global_id, global_threads, grid_dim, grid_stride, thread_idx, Dim3,
     GridStride,
 };
+pub use shared::{dynamic_shared, SharedSlice, SHARED_ALIGN};
+pub use sync::sync_threads;
 pub use thread_slice::{MineIter, ThreadSlice};
+
+/// The host backend's allocation behind one `shared!` site (used by the macro).
+#[cfg(not(target_arch = "nvptx64"))]
+#[doc(hidden)]
+pub fn __host_static_shared(site: &'static u8, bytes: usize) -> *mut u8 {
+    host_block::static_shared(site, bytes)
+}
 
 /// Rebuild a read-only slice parameter from the (pointer, length) pair of the device ABI.
 ///

@@ -14,17 +14,20 @@ pub fn expand(item: TokenStream) -> Result<TokenStream> {
         }
     };
     let repr_c = input.attrs.iter().any(|a| {
-        a.path().is_ident("repr")
-            && a.parse_nested_meta(|_| Ok(())).is_ok()
-            && a.meta
-                .require_list()
-                .map(|l| {
-                    l.tokens
-                        .to_string()
-                        .split(',')
-                        .any(|t| t.trim() == "C" || t.trim() == "transparent")
-                })
-                .unwrap_or(false)
+        let mut c_layout = false;
+        let parsed = a.path().is_ident("repr")
+            && a.parse_nested_meta(|meta| {
+                c_layout |= meta.path.is_ident("C") || meta.path.is_ident("transparent");
+                // Skip the arguments of `align(N)` and `packed(N)`.
+                if meta.input.peek(syn::token::Paren) {
+                    let args;
+                    syn::parenthesized!(args in meta.input);
+                    args.parse::<TokenStream>()?;
+                }
+                Ok(())
+            })
+            .is_ok();
+        parsed && c_layout
     });
     if !repr_c {
         return Err(Error::new_spanned(

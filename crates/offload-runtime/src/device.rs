@@ -93,7 +93,9 @@ impl Device {
         self.kind() != BackendKind::Host
     }
 
-    pub(crate) fn limits(&self) -> Limits {
+    /// What the device accepts as a launch: block and grid extents, shared memory, and its size
+    /// (multiprocessors), for choosing launch shapes.
+    pub fn limits(&self) -> Limits {
         match &self.inner {
             DeviceInner::Host(h) => h.limits(),
             DeviceInner::Offload(b) => b.limits(),

@@ -21,6 +21,7 @@ pub struct Launch<'d> {
     pub(crate) device: Option<&'d Device>,
     grid: Option<Dim3>,
     block: Option<Dim3>,
+    dynamic_shared: u32,
 }
 
 /// A launch shape checked against a device's limits.
@@ -28,6 +29,8 @@ pub struct Launch<'d> {
 pub struct Shape {
     pub grid: Dim3,
     pub block: Dim3,
+    /// Bytes of dynamic shared memory per block.
+    pub dynamic_shared: u32,
 }
 
 /// What a device accepts as a launch shape.
@@ -40,6 +43,9 @@ pub struct Limits {
     pub multiprocessors: u32,
     /// Threads resident on one multiprocessor at once.
     pub threads_per_multiprocessor: u32,
+    /// Shared memory one block may use, static and dynamic together, in bytes (with the
+    /// device's opt-in for large allocations).
+    pub max_shared_per_block: u32,
 }
 
 impl<'d> Launch<'d> {
@@ -79,6 +85,16 @@ impl<'d> Launch<'d> {
         }
     }
 
+    /// Bytes of dynamic shared memory per block, seen by the kernel as
+    /// [`dynamic_shared`](offload_kernel::dynamic_shared) (0 by default). More than the device
+    /// allows is an `Err` before launch.
+    pub fn dynamic_shared(self, bytes: u32) -> Self {
+        Launch {
+            dynamic_shared: bytes,
+            ..self
+        }
+    }
+
     /// Fill in the unset parts from the arguments and check the shape against the device.
     pub(crate) fn resolve(
         &self,
@@ -103,8 +119,13 @@ impl<'d> Launch<'d> {
                 Dim3::new(blocks, 1, 1)
             }
         };
-        check_shape(Shape { grid, block }, &device.limits()).map_err(invalid)?;
-        Ok(Shape { grid, block })
+        let shape = Shape {
+            grid,
+            block,
+            dynamic_shared: self.dynamic_shared,
+        };
+        check_shape(shape, &device.limits()).map_err(invalid)?;
+        Ok(shape)
     }
 }
 
@@ -136,7 +157,11 @@ fn default_items(args: &[KernelArg<'_>]) -> usize {
 }
 
 fn check_shape(shape: Shape, limits: &Limits) -> std::result::Result<(), String> {
-    let Shape { grid, block } = shape;
+    let Shape {
+        grid,
+        block,
+        dynamic_shared,
+    } = shape;
     for (what, dims, max) in [
         ("grid", grid, limits.max_grid),
         ("block", block, limits.max_block),
@@ -161,6 +186,12 @@ fn check_shape(shape: Shape, limits: &Limits) -> std::result::Result<(), String>
             limits.max_threads_per_block
         ));
     }
+    if dynamic_shared > limits.max_shared_per_block {
+        return Err(format!(
+            "{dynamic_shared} bytes of dynamic shared memory exceed the device limit of {} bytes per block",
+            limits.max_shared_per_block
+        ));
+    }
     Ok(())
 }
 
@@ -174,6 +205,7 @@ mod tests {
         max_grid: Dim3::new(i32::MAX as u32, 65535, 65535),
         multiprocessors: 132,
         threads_per_multiprocessor: 2048,
+        max_shared_per_block: 232448,
     };
 
     #[test]
@@ -181,6 +213,7 @@ mod tests {
         let ok = Shape {
             grid: Dim3::new(10, 1, 1),
             block: Dim3::new(256, 1, 1),
+            dynamic_shared: 4096,
         };
         assert!(check_shape(ok, &CUDA_LIKE).is_ok());
         let zero = Shape {
@@ -203,6 +236,14 @@ mod tests {
         assert_eq!(
             check_shape(fat, &CUDA_LIKE).unwrap_err(),
             "2048 threads per block exceeds the device limit 1024"
+        );
+        let greedy = Shape {
+            dynamic_shared: 232449,
+            ..ok
+        };
+        assert_eq!(
+            check_shape(greedy, &CUDA_LIKE).unwrap_err(),
+            "232449 bytes of dynamic shared memory exceed the device limit of 232448 bytes per block"
         );
     }
 

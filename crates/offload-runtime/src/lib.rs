@@ -21,7 +21,7 @@ pub use backend::BackendKind;
 pub use device::{default_device, devices, Device};
 pub use error::{Error, Result};
 pub use image::{DeviceImage, ImageFormat, ImageSet};
-pub use launch::Launch;
+pub use launch::{Launch, Limits};
 pub use pinned::PinnedVec;
 pub use report::{last_launch, LaunchReport};
 pub use stream::{scope, Event, Stream, StreamScope};

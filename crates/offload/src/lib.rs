@@ -45,7 +45,7 @@ pub use offload_macros::{kernel, DeviceCopy};
 #[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
 pub use offload_runtime::{
     default_device, devices, last_launch, scope, BackendKind, Device, DeviceImage, Error, Event,
-    ImageFormat, ImageSet, Launch, LaunchReport, PinnedVec, Result, Stream, StreamScope,
+    ImageFormat, ImageSet, Launch, LaunchReport, Limits, PinnedVec, Result, Stream, StreamScope,
 };
 
 /// The names of rustc nightly's `core::offload` (std::offload), so that a program written for it
@@ -76,8 +76,9 @@ pub mod std_offload {
 pub mod prelude {
     pub use offload_kernel::math;
     pub use offload_kernel::{
-        block_dim, block_idx, fence_block, fence_device, fence_system, global_id, global_threads,
-        grid_dim, grid_stride, thread_idx, Atomic, DeviceCopy, Dim3, ThreadSlice,
+        block_dim, block_idx, dynamic_shared, fence_block, fence_device, fence_system, global_id,
+        global_threads, grid_dim, grid_stride, sync_threads, thread_idx, Atomic, DeviceCopy, Dim3,
+        SharedSlice, ThreadSlice,
     };
     pub use offload_macros::DeviceCopy;
 }

@@ -1,12 +1,14 @@
 //! The host CPU backend: runs every GPU thread of the grid as a call of the kernel's host entry,
-//! blocks in parallel on rayon's pool. Inputs are read in place; outputs are written to a copy
+//! blocks in parallel on rayon's pool, the threads of a block as coroutines (`scheduler`) so that
+//! barriers and per-block shared memory behave as on a GPU. Inputs are read in place; outputs are written to a copy
 //! that replaces the caller's slice only when no thread panicked.
+
+pub mod scheduler;
 
 use crate::device::Device;
 use crate::kernel::{ArgData, Kernel, KernelArg};
 use crate::launch::{Limits, Shape};
 use crate::{Error, Result};
-use offload_kernel::host_context::{with_thread, ThreadContext};
 use offload_kernel::Dim3;
 use rayon::prelude::*;
 use std::alloc::{alloc, dealloc, handle_alloc_error, Layout};
@@ -36,6 +38,8 @@ impl HostBackend {
             max_grid: Dim3::new(i32::MAX as u32, 65535, 65535),
             multiprocessors: rayon::current_num_threads() as u32,
             threads_per_multiprocessor: 1024,
+            // What every CUDA GPU gives without opting in.
+            max_shared_per_block: 48 * 1024,
         }
     }
 }
@@ -136,24 +140,25 @@ pub(crate) fn run(
 }
 
 fn run_grid(kernel: &Kernel, device: &Device, shape: Shape, args: &[KernelArg<'_>]) -> Result<()> {
-    let Shape { grid, block } = shape;
+    let Shape {
+        grid,
+        block,
+        dynamic_shared,
+    } = shape;
     let shared = SharedArgs(args);
-    let blocks = grid.count();
+    // SAFETY: `shared` holds this kernel's arguments, built by its generated launcher.
+    let thread = || unsafe { (kernel.host_thread)(shared.get()) };
     let run_block = |b: u64| {
-        let block_idx = unlinear(b, grid);
-        for t in 0..block.count() {
-            let ctx = ThreadContext {
-                thread_idx: unlinear(t, block),
-                block_idx,
-                block_dim: block,
-                grid_dim: grid,
-            };
-            // SAFETY: `shared` holds this kernel's arguments, built by its generated launcher.
-            with_thread(ctx, || unsafe { (kernel.host_thread)(shared.get()) });
-        }
+        scheduler::run_block(
+            scheduler::unlinear(b, grid),
+            grid,
+            block,
+            dynamic_shared as usize,
+            &thread,
+        )
     };
     catch_unwind(AssertUnwindSafe(|| {
-        (0..blocks).into_par_iter().for_each(run_block)
+        (0..grid.count()).into_par_iter().for_each(run_block)
     }))
     .map_err(|payload| {
         let message = payload
@@ -167,23 +172,4 @@ fn run_grid(kernel: &Kernel, device: &Device, shape: Shape, args: &[KernelArg<'_
             message: format!("panicked: {message}"),
         }
     })
-}
-
-/// Position of row-major index `i` (x fastest) in `extent`.
-fn unlinear(i: u64, extent: Dim3) -> Dim3 {
-    let (x, y) = (extent.x as u64, extent.y as u64);
-    Dim3::new((i % x) as u32, ((i / x) % y) as u32, (i / (x * y)) as u32)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn unlinear_inverts_linear_in() {
-        let extent = Dim3::new(5, 3, 2);
-        for i in 0..extent.count() {
-            assert_eq!(unlinear(i, extent).linear_in(extent) as u64, i);
-        }
-    }
 }
