@@ -63,14 +63,14 @@ pub fn block_sum(x: &[f32], partial: &mut [f32]) {
     // Two independent 16-byte loads per iteration keep more reads in flight.
     while i + stride < body.len() {
         let (a, b) = (body[i].0, body[i + stride].0);
-        for k in 0..4 {
-            acc[k] += a[k] + b[k];
+        for ((acc, a), b) in acc.iter_mut().zip(a).zip(b) {
+            *acc += a + b;
         }
         i += 2 * stride;
     }
     if i < body.len() {
-        for k in 0..4 {
-            acc[k] += body[i].0[k];
+        for (acc, a) in acc.iter_mut().zip(body[i].0) {
+            *acc += a;
         }
     }
     let mut mine = (acc[0] + acc[1]) + (acc[2] + acc[3]);
@@ -220,7 +220,7 @@ pub fn sgemm(dims: GemmDims, a: &[f32], b: &[f32], c: &mut [f32]) {
         }
     };
     let c_ptr = c.as_mut_ptr();
-    let c_aligned = c_ptr as usize % 16 == 0;
+    let c_aligned = c_ptr as usize & 15 == 0;
     for (i, acc_row) in acc.iter().enumerate() {
         let base = rows(i) * n + col0;
         for (half, col) in [(0, base + tx * 4), (4, base + 64 + tx * 4)] {
