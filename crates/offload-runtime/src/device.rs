@@ -3,7 +3,7 @@
 //! `OFFLOAD_BACKEND=host|cuda` forces a backend for the default device; `OFFLOAD_REQUIRE_GPU=1`
 //! turns every fallback to the host into an error.
 
-use crate::backend::{self, host::HostBackend, Backend, BackendKind};
+use crate::backend::{self, host::HostBackend, Backend, BackendKind, MemoryInfo};
 use crate::kernel::Kernel;
 use crate::launch::Limits;
 use crate::{Error, Result};
@@ -91,6 +91,12 @@ impl Device {
 
     pub fn is_gpu(&self) -> bool {
         self.kind() != BackendKind::Host
+    }
+
+    /// Free and total memory of a GPU, as its driver reports them now; `None` for the host, whose
+    /// kernels use the process's own memory.
+    pub fn memory_info(&self) -> Option<Result<MemoryInfo>> {
+        self.offload_backend().map(|b| b.memory_info())
     }
 
     /// What the device accepts as a launch: block and grid extents, shared memory, and its size

@@ -17,7 +17,7 @@ mod report;
 pub mod stream;
 mod transfer;
 
-pub use backend::BackendKind;
+pub use backend::{BackendKind, MemoryInfo};
 pub use device::{default_device, devices, Device};
 pub use error::{Error, Result};
 pub use image::{DeviceImage, ImageFormat, ImageSet};

@@ -1,7 +1,7 @@
 //! The CUDA plugin, on the driver API loaded at run time (through cudarc's dynamic loading):
 //! only `libcuda` is needed, and its absence just means no CUDA devices.
 
-use super::{Backend, BackendKind, DevicePtr, Param, QueueEvent};
+use super::{Backend, BackendKind, DevicePtr, MemoryInfo, Param, QueueEvent};
 use crate::image::ImageFormat;
 use crate::kernel::Kernel;
 use crate::launch::{Limits, Shape};
@@ -320,6 +320,13 @@ impl Backend for CudaBackend {
 
     fn limits(&self) -> Limits {
         self.limits
+    }
+
+    fn memory_info(&self) -> Result<MemoryInfo> {
+        self.bind()?;
+        let (free, total) =
+            result::mem_get_info().map_err(self.driver_error("querying device memory"))?;
+        Ok(MemoryInfo { free, total })
     }
 
     fn alloc(&self, kernel: &'static str, bytes: usize) -> Result<DevicePtr> {

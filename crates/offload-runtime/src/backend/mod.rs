@@ -40,6 +40,13 @@ pub enum BackendKind {
     Cuda,
 }
 
+/// A device's memory, in bytes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MemoryInfo {
+    pub free: usize,
+    pub total: usize,
+}
+
 /// An address in a device's memory.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct DevicePtr(pub u64);
@@ -61,6 +68,9 @@ pub trait Backend: Send + Sync + 'static {
     /// Index among the devices of this backend, in the vendor's numbering.
     fn ordinal(&self) -> usize;
     fn limits(&self) -> Limits;
+
+    /// Free and total device memory, as the driver reports them now.
+    fn memory_info(&self) -> Result<MemoryInfo>;
 
     /// Device memory for `bytes` (> 0) bytes. `Err(OutOfMemory)` when it does not fit.
     fn alloc(&self, kernel: &'static str, bytes: usize) -> Result<DevicePtr>;
