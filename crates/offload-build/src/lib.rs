@@ -61,6 +61,7 @@ pub struct Kernels {
     dependencies: Vec<(String, String)>,
     /// More source files compiled for the device, each as a module of its own.
     modules: Vec<PathBuf>,
+    panic_reporting: bool,
 }
 
 /// What [`Kernels::build`] produced.
@@ -84,7 +85,17 @@ impl Kernels {
             archs: Vec::new(),
             dependencies: Vec::new(),
             modules: Vec::new(),
+            panic_reporting: true,
         }
+    }
+
+    /// Whether a panicking GPU thread is reported to the host as `Err(KernelFailed)` naming the
+    /// location and the thread (the default), or just ends, unreported, as in what rustc emits
+    /// for nvptx on its own. Off saves the cold panic path's code and the host's check after each
+    /// launch; the `panic_overhead` benchmark measures what that is worth.
+    pub fn panic_reporting(mut self, on: bool) -> Self {
+        self.panic_reporting = on;
+        self
     }
 
     /// Another file whose kernels go into the same device images, compiled as a module of its
@@ -471,9 +482,11 @@ fn device_pass(
         .unwrap_or_else(|e| panic!("offload-build: cannot create {}: {e}", images_dir.display()));
     let cargo = env::var_os("CARGO").map_or_else(|| PathBuf::from("cargo"), PathBuf::from);
     let mut images = Vec::new();
+    let panic_reporting = kernels.panic_reporting;
     let mut kernels: Vec<String> = Vec::new();
     for arch in archs {
-        let built = build_device_crate(tc, &cargo, &gen, &linker, kernels_file, manifest_dir, arch);
+        let rustflags = device_rustflags(arch, &linker, manifest_dir, panic_reporting);
+        let built = build_device_crate(tc, &cargo, &gen, kernels_file, arch, &rustflags);
         let ptx_bytes = fs::read(&built)
             .unwrap_or_else(|e| panic!("offload-build: cannot read {}: {e}", built.display()));
         let ptx = images_dir.join(format!("kernels.{arch}.ptx"));
@@ -501,15 +514,35 @@ fn device_pass(
     write_images(out_dir, images, kernels, None)
 }
 
+/// The device build's flags (`CARGO_ENCODED_RUSTFLAGS`, separated by 0x1f) for one architecture.
+fn device_rustflags(
+    arch: &str,
+    linker: &Path,
+    manifest_dir: &Path,
+    panic_reporting: bool,
+) -> String {
+    // Panic locations name files relative to the package (`src/kernels.rs`), not by the build
+    // machine's absolute paths: shorter in the image and in kernel panic errors.
+    let mut flags = format!(
+        "-Ctarget-cpu={arch}\x1f-Clinker={}\x1f--remap-path-prefix={}/=",
+        utf8(linker),
+        utf8(manifest_dir)
+    );
+    if !panic_reporting {
+        // offload-kernel's panic handler then just ends the thread, with no record to check.
+        flags.push_str("\x1f--cfg\x1foffload_panic_reporting_off");
+    }
+    flags
+}
+
 /// Runs the nested `cargo build` for one architecture; returns the PTX it linked.
 fn build_device_crate(
     tc: &DeviceToolchain,
     cargo: &Path,
     gen: &Path,
-    linker: &Path,
     kernels_file: &Path,
-    manifest_dir: &Path,
     arch: &str,
+    rustflags: &str,
 ) -> PathBuf {
     // One target dir per architecture: the flags differ, and sharing one would rebuild core
     // each time the architecture alternates.
@@ -526,16 +559,7 @@ fn build_device_crate(
         .env("RUSTC", &tc.rustc)
         // -Zbuild-std and the nvptx features on whatever channel the device rustc is.
         .env("RUSTC_BOOTSTRAP", "1")
-        // Panic locations name files relative to the package (`src/kernels.rs`), not by the
-        // build machine's absolute paths: shorter in the image and in kernel panic errors.
-        .env(
-            "CARGO_ENCODED_RUSTFLAGS",
-            format!(
-                "-Ctarget-cpu={arch}\x1f-Clinker={}\x1f--remap-path-prefix={}/=",
-                utf8(linker),
-                utf8(manifest_dir)
-            ),
-        );
+        .env("CARGO_ENCODED_RUSTFLAGS", rustflags);
     let out = cmd
         .output()
         .unwrap_or_else(|e| panic!("offload-build: cannot run {}: {e}", cargo.display()));
@@ -740,5 +764,24 @@ mod tests {
     fn tail_keeps_last_lines() {
         assert_eq!(tail("a\nb\nc\n", 2), "b\nc");
         assert_eq!(tail("a", 5), "a");
+    }
+
+    #[test]
+    fn panic_reporting_off_is_a_cfg_of_the_device_build() {
+        let flags = |on| device_rustflags("sm_90", Path::new("/g/link"), Path::new("/p"), on);
+        let on: Vec<String> = flags(true).split('\x1f').map(String::from).collect();
+        assert_eq!(
+            on,
+            [
+                "-Ctarget-cpu=sm_90",
+                "-Clinker=/g/link",
+                "--remap-path-prefix=/p/="
+            ]
+        );
+        let off = flags(false);
+        assert!(
+            off.ends_with("\x1f--cfg\x1foffload_panic_reporting_off"),
+            "{off:?}"
+        );
     }
 }

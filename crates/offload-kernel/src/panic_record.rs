@@ -78,7 +78,7 @@ impl core::fmt::Display for PanicRecord {
     }
 }
 
-#[cfg(target_arch = "nvptx64")]
+#[cfg(all(target_arch = "nvptx64", not(offload_panic_reporting_off)))]
 mod device {
     use super::*;
     use core::ptr::{addr_of_mut, copy_nonoverlapping};
@@ -127,14 +127,30 @@ mod device {
                     host_flag.write_volatile(1);
                 }
             }
-            // `exit`, not `trap`: a trap kills the CUDA context, this ends only this thread.
-            core::arch::asm!("exit;", options(noreturn))
         }
+        end_thread()
     }
 }
 
+/// Images built with panic reporting off (`offload_build::Kernels::panic_reporting(false)`): no
+/// record, nothing for the runtime to check; a panicking thread just ends, unreported.
+#[cfg(all(target_arch = "nvptx64", offload_panic_reporting_off))]
+mod device {
+    pub fn record_panic(_: &core::panic::PanicInfo<'_>) -> ! {
+        super::end_thread()
+    }
+}
+
+/// Ends the calling GPU thread. `exit`, not `trap`: a trap kills the CUDA context, this ends
+/// only this thread.
 #[cfg(target_arch = "nvptx64")]
-pub use device::{record_panic, OFFLOAD_PANIC_FLAG_PTR, OFFLOAD_PANIC_RECORD};
+fn end_thread() -> ! {
+    // SAFETY: `exit` ends the thread; nothing after it runs.
+    unsafe { core::arch::asm!("exit;", options(noreturn)) }
+}
+
+#[cfg(target_arch = "nvptx64")]
+pub use device::record_panic;
 
 #[cfg(all(test, not(target_arch = "nvptx64")))]
 mod tests {
