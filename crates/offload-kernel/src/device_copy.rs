@@ -9,6 +9,8 @@
 pub unsafe trait DeviceCopy: Copy + Send + Sync + 'static {}
 
 macro_rules! device_copy_primitives {
+    // SAFETY: primitives hold no pointers, and every bit pattern of the numbers is valid. A
+    // kernel writes a `bool` only as a `bool`, so its bytes stay 0 or 1.
     ($($t:ty),* $(,)?) => { $(unsafe impl DeviceCopy for $t {})* };
 }
 device_copy_primitives!(
@@ -30,8 +32,11 @@ device_copy_primitives!(
     ()
 );
 
-// Half precision, from the `half` crate (no_std): plain 16-bit values, arithmetic through f32.
+// SAFETY: half precision from the `half` crate (no_std): plain 16-bit values, every bit pattern
+// valid, arithmetic through f32.
 unsafe impl DeviceCopy for half::f16 {}
+// SAFETY: as for f16.
 unsafe impl DeviceCopy for half::bf16 {}
 
+// SAFETY: an array is laid out as its elements, which are DeviceCopy.
 unsafe impl<T: DeviceCopy, const N: usize> DeviceCopy for [T; N] {}

@@ -108,6 +108,8 @@ impl<'a> KernelArg<'a> {
     /// The argument was made by [`KernelArg::value`] with this `T`.
     pub unsafe fn read_value<T: DeviceCopy>(&self) -> T {
         match self.data {
+            // SAFETY: per the contract, `ptr` is the address of a live, aligned `T` borrowed for
+            // the launch.
             ArgData::Value { ptr, .. } => unsafe { (ptr as *const T).read() },
             _ => unreachable!("argument kind mismatch in generated code"),
         }
@@ -119,6 +121,7 @@ impl<'a> KernelArg<'a> {
     /// The argument was made by [`KernelArg::slice`] with this `T`.
     pub unsafe fn as_slice<T: DeviceCopy>(&self) -> &[T] {
         match self.data {
+            // SAFETY: per the contract, `ptr..len` is a `&[T]` borrowed for the launch.
             ArgData::Slice { ptr, len, .. } => unsafe {
                 offload_kernel::slice_from_raw(ptr as *const T, len)
             },
@@ -133,6 +136,8 @@ impl<'a> KernelArg<'a> {
     /// thread of a host-backend launch (which makes the views of all threads disjoint).
     pub unsafe fn as_thread_slice<'s, T: DeviceCopy>(&'s self) -> ThreadSlice<'s, T> {
         match self.data {
+            // SAFETY: per the contract, `ptr..len` is a `&mut [T]` (or its staged copy) borrowed
+            // for the launch, and every thread of the launch gets its view through here.
             ArgData::SliceMut { ptr, len, .. } => unsafe {
                 ThreadSlice::from_raw_parts(ptr as *mut T, len)
             },
