@@ -99,6 +99,29 @@ impl Device {
         self.offload_backend().map(|b| b.memory_info())
     }
 
+    /// Gives the device's resources back: waits for its queued work, unloads the kernel images
+    /// and frees what the runtime holds for them. Every later launch or allocation on it, through
+    /// any clone of this `Device`, is `Err(Error::Released)`; buffers allocated before can still
+    /// be dropped. Releasing the host device makes host launches fail too (the host fallback
+    /// included). There is no way back within the process.
+    pub fn release(&self) -> Result<()> {
+        match &self.inner {
+            DeviceInner::Host(h) => {
+                h.release();
+                Ok(())
+            }
+            DeviceInner::Offload(b) => b.release(),
+        }
+    }
+
+    /// `Err(Released)` for a released host device. (GPU plugins check at every driver call.)
+    pub(crate) fn check_host_live(&self) -> Result<()> {
+        match &self.inner {
+            DeviceInner::Host(h) => h.check_live(),
+            DeviceInner::Offload(_) => Ok(()),
+        }
+    }
+
     /// What the device accepts as a launch: block and grid extents, shared memory, and its size
     /// (multiprocessors), for choosing launch shapes.
     pub fn limits(&self) -> Limits {

@@ -50,6 +50,11 @@ pub enum Error {
         message: String,
     },
 
+    /// The device was released with [`Device::release`](crate::Device::release): it runs and
+    /// allocates nothing more.
+    #[error("{device} was released: it runs and allocates nothing more")]
+    Released { device: String },
+
     /// A driver call failed outside of a kernel.
     #[error("{device}: {operation} failed: {message}")]
     Driver {

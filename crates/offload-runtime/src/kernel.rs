@@ -170,6 +170,7 @@ pub fn launch(
     args: &mut [KernelArg<'_>],
 ) -> Result<()> {
     let device: Device = resolve_device(kernel, launch.device)?;
+    device.check_host_live()?;
     let shape = launch.resolve(kernel.name, &device, args)?;
     tracing::debug!(kernel = kernel.name, device = %device.name(), grid = ?shape.grid, block = ?shape.block, "launch");
     let mut report = LaunchReport {

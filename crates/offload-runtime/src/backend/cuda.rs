@@ -14,6 +14,7 @@ use std::any::Any;
 use std::collections::HashMap;
 use std::ffi::{c_void, CString};
 use std::mem::size_of;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
@@ -48,6 +49,8 @@ struct Modules {
     loaded: Mutex<HashMap<usize, LoadedModule>>,
     /// See [`Backend::launch_lock`]: one for all queues, as their modules share panic records.
     launches: Mutex<()>,
+    /// Set by [`Backend::release`].
+    released: AtomicBool,
 }
 
 struct LoadedModule {
@@ -112,6 +115,7 @@ impl CudaBackend {
                 ctx: ctx.clone(),
                 loaded: Mutex::new(HashMap::new()),
                 launches: Mutex::new(()),
+                released: AtomicBool::new(false),
             }),
             ctx,
         })
@@ -125,7 +129,14 @@ impl CudaBackend {
         }
     }
 
+    /// Makes the context current on this thread: the gate of every driver operation, so it is
+    /// also where a released device says so.
     fn bind(&self) -> Result<()> {
+        if self.modules.released.load(Ordering::Acquire) {
+            return Err(Error::Released {
+                device: self.name.clone(),
+            });
+        }
         self.ctx
             .bind_to_thread()
             .map_err(self.driver_error("binding the context"))
@@ -351,7 +362,8 @@ impl Backend for CudaBackend {
     }
 
     unsafe fn free(&self, ptr: DevicePtr) {
-        if self.bind().is_err() {
+        // Not `bind`: memory allocated before a release is still freed after it.
+        if self.ctx.bind_to_thread().is_err() {
             return;
         }
         // SAFETY: per the trait contract, `ptr` came from `alloc` and is no longer used.
@@ -486,6 +498,20 @@ impl Backend for CudaBackend {
         Ok(Some(record.to_string()))
     }
 
+    fn release(&self) -> Result<()> {
+        // No launch is between its start and its panic check while this is held.
+        let _launches = self.launch_lock();
+        self.bind()?;
+        self.modules.released.store(true, Ordering::Release);
+        // Every queue of the device, not only this one.
+        self.ctx
+            .synchronize()
+            .map_err(self.driver_error("synchronizing"))?;
+        let mut loaded = self.modules.loaded.lock().unwrap_or_else(|p| p.into_inner());
+        unload_all(&mut loaded);
+        Ok(())
+    }
+
     fn launch_lock(&self) -> MutexGuard<'_, ()> {
         self.modules
             .launches
@@ -536,7 +562,8 @@ impl Backend for CudaBackend {
     }
 
     unsafe fn free_pinned(&self, ptr: *mut u8) {
-        if self.bind().is_err() {
+        // Not `bind`: memory allocated before a release is still freed after it.
+        if self.ctx.bind_to_thread().is_err() {
             return;
         }
         // SAFETY: per the trait contract.
@@ -594,17 +621,23 @@ impl QueueEvent for CudaQueueEvent {
     }
 }
 
+/// Unloads every module and frees its panic flag, the context bound to this thread.
+fn unload_all(modules: &mut HashMap<usize, LoadedModule>) {
+    for (_, loaded) in modules.drain() {
+        // SAFETY: callers guarantee that no launch is in flight (every queue of the device is
+        // gone, or the device is being released with its launch lock held and its work drained).
+        let _ = unsafe { result::module::unload(loaded.module) };
+        if let Some(slot) = loaded.panics {
+            slot.release();
+        }
+    }
+}
+
 impl Drop for Modules {
     fn drop(&mut self) {
         let modules = self.loaded.get_mut().unwrap_or_else(|p| p.into_inner());
         if self.ctx.bind_to_thread().is_ok() {
-            for (_, loaded) in modules.drain() {
-                // SAFETY: no launch can be in flight: every queue of the device is gone.
-                let _ = unsafe { result::module::unload(loaded.module) };
-                if let Some(slot) = loaded.panics {
-                    slot.release();
-                }
-            }
+            unload_all(modules);
         }
     }
 }

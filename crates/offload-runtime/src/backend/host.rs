@@ -14,16 +14,34 @@ use rayon::prelude::*;
 use std::alloc::{alloc, dealloc, handle_alloc_error, Layout};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::ptr::copy_nonoverlapping;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 pub struct HostBackend {
     name: String,
+    /// Set by `release`: the host device then refuses launches, like a released GPU.
+    released: AtomicBool,
 }
 
 impl HostBackend {
     pub fn new() -> Self {
         HostBackend {
             name: format!("host CPU ({} threads)", rayon::current_num_threads()),
+            released: AtomicBool::new(false),
         }
+    }
+
+    pub fn release(&self) {
+        self.released.store(true, Ordering::Release);
+    }
+
+    /// `Err(Released)` once `release` was called.
+    pub fn check_live(&self) -> Result<()> {
+        if self.released.load(Ordering::Acquire) {
+            return Err(Error::Released {
+                device: self.name.clone(),
+            });
+        }
+        Ok(())
     }
 
     pub fn name(&self) -> &str {

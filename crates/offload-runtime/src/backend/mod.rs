@@ -106,6 +106,10 @@ pub trait Backend: Send + Sync + 'static {
     /// no-panic answer must be cheap.
     fn take_panic(&self, kernel: &Kernel) -> Result<Option<String>>;
 
+    /// Wait for the queue, unload every image and free what the plugin holds for them; from then
+    /// on every operation is `Err(Released)`. Memory from `alloc` stays valid to `free`.
+    fn release(&self) -> Result<()>;
+
     /// Held by the caller from `launch` until `take_panic` returned, so that when several host
     /// threads launch on one device, a panic is reported to the launch that caused it. One lock
     /// for all queues of a device: streams take it to read panic records.
