@@ -26,7 +26,7 @@ fn refuses_launches_after_release(device: &Device) {
 /// Both devices in one test, in order: the host last, since the GPU's kernels need no host.
 #[test]
 fn a_released_device_refuses_launches() {
-    if let Some(gpu) = common::gpu_or_skip("a_released_device_refuses_launches (GPU)") {
+    if let Some(gpu) = common::gpu::gpu("a_released_device_refuses_launches (GPU)") {
         refuses_launches_after_release(&gpu);
         if let Some(info) = gpu.memory_info() {
             match info {

@@ -22,7 +22,7 @@ fn runtime_types_are_send_and_sync() {
 
 /// `KernelArg` must stay `!Send`: moving one to another thread could outlive the launch's
 /// borrows. Checked by trait resolution: the blanket impl below applies to `KernelArg` only if it
-/// is not `Send`, which makes `IS_SEND` false.
+/// is not `Send`, which makes `IS_SEND` false; checked at compile time.
 #[test]
 fn kernel_args_stay_on_the_launching_thread() {
     trait NotSend {
@@ -34,6 +34,6 @@ fn kernel_args_stay_on_the_launching_thread() {
     impl<T: ?Sized + Send> Probe<T> {
         const IS_SEND: bool = true;
     }
-    assert!(!Probe::<KernelArg<'static>>::IS_SEND);
-    assert!(Probe::<Device>::IS_SEND, "the probe itself works");
+    const { assert!(!Probe::<KernelArg<'static>>::IS_SEND) };
+    const { assert!(Probe::<Device>::IS_SEND, "the probe itself works") };
 }

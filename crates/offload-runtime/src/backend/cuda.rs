@@ -507,7 +507,11 @@ impl Backend for CudaBackend {
         self.ctx
             .synchronize()
             .map_err(self.driver_error("synchronizing"))?;
-        let mut loaded = self.modules.loaded.lock().unwrap_or_else(|p| p.into_inner());
+        let mut loaded = self
+            .modules
+            .loaded
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
         unload_all(&mut loaded);
         Ok(())
     }
