@@ -29,8 +29,12 @@ macro_rules! real {
             fn sqrt(self) -> Self {
                 #[cfg(target_arch = "nvptx64")]
                 {
-                    // SAFETY: sqrt is defined for every input (NaN for negatives).
-                    unsafe { core::intrinsics::$sqrt(self) }
+                    // SAFETY: sqrt is defined for every input (NaN for negatives). (A safe
+                    // intrinsic in newer rustc versions, hence the allow.)
+                    #[allow(unused_unsafe)]
+                    unsafe {
+                        core::intrinsics::$sqrt(self)
+                    }
                 }
                 #[cfg(not(target_arch = "nvptx64"))]
                 {
@@ -41,8 +45,11 @@ macro_rules! real {
             fn mul_add(self, a: Self, b: Self) -> Self {
                 #[cfg(target_arch = "nvptx64")]
                 {
-                    // SAFETY: fma is defined for every input.
-                    unsafe { core::intrinsics::$fma(self, a, b) }
+                    // SAFETY: fma is defined for every input. (Safe in newer rustc versions.)
+                    #[allow(unused_unsafe)]
+                    unsafe {
+                        core::intrinsics::$fma(self, a, b)
+                    }
                 }
                 #[cfg(not(target_arch = "nvptx64"))]
                 {
