@@ -45,7 +45,8 @@ pub use offload_macros::{kernel, DeviceCopy};
 #[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
 pub use offload_runtime::{
     default_device, devices, last_launch, scope, BackendKind, Device, DeviceImage, Error, Event,
-    ImageFormat, ImageSet, Launch, LaunchReport, Limits, MemoryInfo, PinnedVec, Result, Stream, StreamScope,
+    ImageFormat, ImageSet, Launch, LaunchReport, Limits, MemoryInfo, PinnedVec, Result, Stream,
+    StreamScope,
 };
 
 /// The names of rustc nightly's `core::offload` (std::offload), so that a program written for it
