@@ -65,8 +65,9 @@ pub use offload_runtime::{
 ///
 /// The program is compiled for the device too (`offload_build::Kernels::new("src/main.rs")`),
 /// so, as for std::offload, its host-only code sits behind `#[cfg(target_os = "linux")]` or
-/// `#[cfg(not(target_arch = "nvptx64"))]`. std::offload has no portable thread index, and the
-/// host backend cannot run `core::arch::nvptx` calls: kernels that use them run on the GPU only.
+/// `#[cfg(not(target_arch = "nvptx64"))]`. std::offload has no portable thread index: a kernel
+/// reading `core::arch::nvptx` registers behind `#[cfg(target_arch = "nvptx64")]` does not
+/// compile for the host backend (use `offload::global_id()`).
 pub mod std_offload {
     pub use offload_macros::offload_kernel;
     pub use offload_macros::offload_std as offload;
