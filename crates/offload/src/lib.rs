@@ -77,6 +77,10 @@ pub mod std_offload {
 pub mod prelude {
     pub use offload_kernel::math;
     pub use offload_kernel::{
+        ballot, lane_id, shuffle, shuffle_down, shuffle_up, shuffle_xor, sync_warp, vote_all,
+        vote_any, warp_id, warp_max, warp_min, warp_reduce, warp_sum,
+    };
+    pub use offload_kernel::{
         block_dim, block_idx, dynamic_shared, fence_block, fence_device, fence_system, global_id,
         global_threads, grid_dim, grid_stride, sync_threads, thread_idx, Atomic, DeviceCopy, Dim3,
         SharedSlice, ThreadSlice,
