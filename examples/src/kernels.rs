@@ -92,6 +92,7 @@ pub fn math_mix(x: &[f32], out32: &mut [f32], out64: &mut [f64]) {
 
 pub mod atomics;
 pub mod streams;
+pub mod warps;
 
 /// `y = a * x + y` in any precision: one generic kernel, one device entry per declared element
 /// type (`axpy__f32`, `axpy__f64`, `axpy__f16`, `axpy__bf16`). Half precision computes through

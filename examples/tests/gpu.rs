@@ -39,6 +39,7 @@ gpu_test!(in atomics: atomic_operations_match_cpu);
 gpu_test!(generic_axpy_matches_cpu);
 gpu_test!(const_generic_matmul_matches_cpu);
 gpu_test!(raw_pointer_kernel_maps_the_pointee);
+gpu_test!(in warps: warp_operations_match_a_cpu_model);
 
 /// A panicking GPU thread comes back as an error naming where it panicked (the file relative to
 /// the package, as the device pass remaps it) and which thread it was.

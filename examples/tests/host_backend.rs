@@ -41,6 +41,23 @@ host_test!(
 );
 
 host_test!(in atomics: histogram_counts_equal_cpu, atomic_operations_match_cpu);
+host_test!(in warps: warp_operations_match_a_cpu_model);
+
+/// A warp operation that some live lanes skip (waiting at a block barrier instead) is a failed
+/// launch naming the deadlock, not a hang.
+#[test]
+fn divergent_warp_operation_is_an_error() {
+    let mut out = vec![7i32; 32];
+    let host = host();
+    let launch = offload::Launch::on(&host).grid(1).block(32);
+    match kernels::warps::divergent_warp_sum::launch(launch, &mut out) {
+        Err(offload::Error::KernelFailed { message, .. }) => {
+            assert!(message.contains("deadlock"), "{message}")
+        }
+        other => panic!("expected KernelFailed, got {other:?}"),
+    }
+    assert_eq!(out, vec![7; 32], "the output is untouched");
+}
 host_test!(
     in streams: two_streams_give_the_cpu_result,
     events_order_and_time_streams,

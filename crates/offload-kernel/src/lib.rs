@@ -25,6 +25,7 @@ pub mod panic_record;
 mod shared;
 mod sync;
 mod thread_slice;
+mod warp;
 
 pub use atomic::Atomic;
 pub use device_copy::DeviceCopy;
@@ -41,6 +42,10 @@ pub use index::{
 pub use shared::{dynamic_shared, SharedSlice, SHARED_ALIGN};
 pub use sync::sync_threads;
 pub use thread_slice::{MineIter, ThreadSlice};
+pub use warp::{
+    ballot, lane_id, shuffle, shuffle_down, shuffle_up, shuffle_xor, sync_warp, vote_all, vote_any,
+    warp_id, warp_max, warp_min, warp_reduce, warp_sum, WarpSum, WarpValue, WARP_SIZE,
+};
 
 /// The host backend's allocation behind one `shared!` site (used by the macro).
 #[cfg(not(target_arch = "nvptx64"))]

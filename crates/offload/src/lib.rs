@@ -66,8 +66,9 @@ pub use offload_runtime::{
 ///
 /// The program is compiled for the device too (`offload_build::Kernels::new("src/main.rs")`),
 /// so, as for std::offload, its host-only code sits behind `#[cfg(target_os = "linux")]` or
-/// `#[cfg(not(target_arch = "nvptx64"))]`. std::offload has no portable thread index, and the
-/// host backend cannot run `core::arch::nvptx` calls: kernels that use them run on the GPU only.
+/// `#[cfg(not(target_arch = "nvptx64"))]`. std::offload has no portable thread index: a kernel
+/// reading `core::arch::nvptx` registers behind `#[cfg(target_arch = "nvptx64")]` does not
+/// compile for the host backend (use `offload::global_id()`).
 pub mod std_offload {
     pub use offload_macros::offload_kernel;
     pub use offload_macros::offload_std as offload;
@@ -76,6 +77,10 @@ pub mod std_offload {
 /// What a kernels module usually imports.
 pub mod prelude {
     pub use offload_kernel::math;
+    pub use offload_kernel::{
+        ballot, lane_id, shuffle, shuffle_down, shuffle_up, shuffle_xor, sync_warp, vote_all,
+        vote_any, warp_id, warp_max, warp_min, warp_reduce, warp_sum,
+    };
     pub use offload_kernel::{
         block_dim, block_idx, dynamic_shared, fence_block, fence_device, fence_system, global_id,
         global_threads, grid_dim, grid_stride, sync_threads, thread_idx, Atomic, DeviceCopy, Dim3,

@@ -5,6 +5,7 @@
 pub mod atomics;
 pub mod gpu;
 pub mod streams;
+pub mod warps;
 
 use offload::{Device, Dim3, Error, Launch};
 use offload_examples::kernels::{self, Grid2};
