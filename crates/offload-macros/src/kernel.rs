@@ -350,56 +350,34 @@ fn expand_host(
 
     // Generic kernels: the descriptor comes from the instance's `Declared` impl.
     let generics = &func.sig.generics;
-    let (impl_generics, call_generics, where_clause) = if generic {
-        let mut g: Generics = generics.clone();
+    // A generic kernel's items carry its generics, bounded to the declared instances (`path`
+    // names the module holding `Instance` and `Declared`, as seen from the item).
+    let bounded = |path: TokenStream| -> Generics {
+        let mut g = generics.clone();
         let (_, type_args, _) = generics.split_for_impl();
-        let turbofish = type_args.as_turbofish();
         let clause = g.make_where_clause();
         clause
             .predicates
-            .push(parse_quote! { Instance #type_args: Declared });
+            .push(parse_quote! { #path Instance #type_args: #path Declared });
         for p in params {
             let elem = &p.elem;
             let pred: WherePredicate = parse_quote! { #elem: ::offload::DeviceCopy };
             clause.predicates.push(pred);
         }
-        let (ig, _, wc) = g.split_for_impl();
-        (quote! { #ig }, quote! { #turbofish }, quote! { #wc })
-    } else {
-        (quote! {}, quote! {}, quote! {})
+        g
     };
-    // `Declared` and `Instance` as the top-level launcher names them.
-    let outer_where = if generic {
-        let mut g: Generics = generics.clone();
-        let (_, type_args, _) = generics.split_for_impl();
-        let clause = g.make_where_clause();
-        clause
-            .predicates
-            .push(parse_quote! { #name::Instance #type_args: #name::Declared });
-        for p in params {
-            let elem = &p.elem;
-            clause
-                .predicates
-                .push(parse_quote! { #elem: ::offload::DeviceCopy });
-        }
-        let wc = g.where_clause.clone();
-        quote! { #wc }
+    let (inner, outer) = if generic {
+        (bounded(quote! {}), bounded(quote! { #name:: }))
     } else {
-        quote! {}
+        (Generics::default(), Generics::default())
     };
+    let (impl_generics, type_args, where_clause) = inner.split_for_impl();
+    let call_generics = type_args.as_turbofish();
+    let (outer_generics, _, outer_where) = outer.split_for_impl();
     // `launch`'s generics with the stream's scope `'s` in front, for `enqueue`.
-    let enqueue_generics = {
-        let mut g: Generics = if generic {
-            let mut g = generics.clone();
-            g.where_clause = syn::parse2(where_clause.clone()).ok();
-            g
-        } else {
-            Generics::default()
-        };
-        g.params.insert(0, parse_quote! { 's });
-        let (ig, _, _) = g.split_for_impl();
-        quote! { #ig }
-    };
+    let mut enqueue_generics = inner.clone();
+    enqueue_generics.params.insert(0, parse_quote! { 's });
+    let (enqueue_generics, _, _) = enqueue_generics.split_for_impl();
     let descriptor = if generic {
         generic_descriptor(func, instances, &images_expr)
     } else {
@@ -429,7 +407,7 @@ fn expand_host(
         #[doc = #doc_launcher]
         #(#[doc = #contract_doc])*
         #[allow(clippy::too_many_arguments, clippy::multiple_bound_locations)]
-        #vis #unsafety fn #name #impl_generics (#(#sig_inputs),*) -> ::offload::Result<()> #outer_where {
+        #vis #unsafety fn #name #outer_generics (#(#sig_inputs),*) -> ::offload::Result<()> #outer_where {
             #launch_call
         }
 
