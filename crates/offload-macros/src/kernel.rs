@@ -246,16 +246,22 @@ fn expand_host(
         .map(|c| c.replace("during the launch", "until the stream's scope ends"))
         .collect();
     let doc_launcher = format!(
-        "Launch kernel `{name_str}` on the default device with a grid sized from the data, copying \
-         slices to the device and `&mut` slices back. See [`{name_str}::launch`] for an explicit device and shape."
+        "Launch kernel `{name_str}` on the default device (or where its device-resident arguments \
+         live) with a grid sized from the data, copying slices to the device and `&mut` slices back \
+         unless a data region mapped them; map kinds (`offload::from(&mut y)`, ...) override that. \
+         See [`{name_str}::launch`] for an explicit device and shape."
     );
     let doc_module = format!("Launch control of kernel `{name_str}`.");
     let names: Vec<&Ident> = params.iter().map(|p| &p.name).collect();
+    // Slices take anything their map-kind trait accepts: host data, `from(&mut y)`, a
+    // `DeviceVec`, a region's handle (see `offload::map`).
     let sig_inputs: Vec<TokenStream> = params
         .iter()
         .map(|p| {
             let (n, ty, elem) = (&p.name, &p.ty, &p.elem);
             match p.passing {
+                Passing::Slice => quote! { #n: impl ::offload::map::InArg<#elem> },
+                Passing::SliceMut => quote! { #n: impl ::offload::map::OutArg<#elem> },
                 Passing::Atomic => quote! { #n: &mut [#elem] },
                 _ => quote! { #n: #ty },
             }
@@ -295,12 +301,12 @@ fn expand_host(
         })
         .collect::<Vec<_>>();
     let kernel_args: Vec<TokenStream> = params.iter().map(|p| {
-        let n = &p.name;
+        let (n, elem) = (&p.name, &p.elem);
         match p.passing {
             Passing::Value => quote! { ::offload::__private::KernelArg::value(&#n) },
             Passing::Atomic => quote! { ::offload::__private::KernelArg::atomics(#n) },
-            Passing::Slice => quote! { ::offload::__private::KernelArg::slice(#n) },
-            Passing::SliceMut => quote! { ::offload::__private::KernelArg::slice_mut(#n) },
+            Passing::Slice => quote! { ::offload::map::InArg::<#elem>::into_kernel_arg(#n) },
+            Passing::SliceMut => quote! { ::offload::map::OutArg::<#elem>::into_kernel_arg(#n) },
             Passing::Ref => {
                 quote! { ::offload::__private::KernelArg::slice(::core::slice::from_ref(#n)) }
             }
@@ -328,9 +334,17 @@ fn expand_host(
     });
     let arity = params.len();
     let arity_msg = {
-        let list: Vec<String> = sig_inputs
+        // What a caller passes, as written (not the launcher's map-kind traits).
+        let list: Vec<String> = params
             .iter()
-            .map(|input| instances::tidy(input.clone()).replace(" :", ":"))
+            .map(|p| {
+                let (n, ty, elem) = (&p.name, &p.ty, &p.elem);
+                let written = match p.passing {
+                    Passing::Atomic => quote! { #n: &mut [#elem] },
+                    _ => quote! { #n: #ty },
+                };
+                instances::tidy(written).replace(" :", ":")
+            })
             .collect();
         format!("`args` of offload! has the wrong length: kernel `{name_str}` takes {arity} argument{} ({})", if arity == 1 { "" } else { "s" }, list.join(", "))
     };
