@@ -90,6 +90,22 @@ pub fn math_mix(x: &[f32], out32: &mut [f32], out64: &mut [f64]) {
     }
 }
 
+/// One Jacobi sweep for Laplace's equation on a `width × height` row-major grid: each interior
+/// point becomes the mean of its four neighbours; border points are the fixed boundary values.
+#[offload::kernel]
+pub fn jacobi2d(width: u32, height: u32, input: &[f32], output: &mut [f32]) {
+    let (w, h) = (width as usize, height as usize);
+    for (i, out) in output.iter_mine() {
+        // 32-bit row and column: 64-bit division is emulated on GPUs.
+        let (r, c) = ((i as u32 / width) as usize, (i as u32 % width) as usize);
+        *out = if r == 0 || c == 0 || r + 1 == h || c + 1 == w {
+            input[i]
+        } else {
+            0.25 * (input[i - 1] + input[i + 1] + input[i - w] + input[i + w])
+        };
+    }
+}
+
 pub mod atomics;
 pub mod streams;
 pub mod warps;

@@ -1,5 +1,6 @@
 //! Kernels shared by the demo and the tests, and their plain-CPU references.
 
+pub mod jacobi;
 pub mod kernels;
 pub mod reference;
 pub mod reference_bandwidth;

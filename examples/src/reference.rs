@@ -71,3 +71,17 @@ pub fn sgemm(m: usize, n: usize, k: usize, a: &[f32], b: &[f32], c: &mut [f32]) 
         }
     }
 }
+
+pub fn jacobi2d(width: u32, height: u32, input: &[f32], output: &mut [f32]) {
+    let (w, h) = (width as usize, height as usize);
+    for r in 0..h {
+        for c in 0..w {
+            let i = r * w + c;
+            output[i] = if r == 0 || c == 0 || r + 1 == h || c + 1 == w {
+                input[i]
+            } else {
+                0.25 * (input[i - 1] + input[i + 1] + input[i - w] + input[i + w])
+            };
+        }
+    }
+}

@@ -41,6 +41,36 @@ gpu_test!(const_generic_matmul_matches_cpu);
 gpu_test!(raw_pointer_kernel_maps_the_pointee);
 gpu_test!(in warps: warp_operations_match_a_cpu_model);
 
+/// Data mapping on the GPU, bytes counted (see common/mapping.rs).
+mod mapping {
+    use super::{common::mapping, gpu};
+
+    macro_rules! gpu_mapping_test {
+        ($($name:ident),* $(,)?) => {
+            $(
+                #[test]
+                fn $name() {
+                    if let Some(device) = gpu(stringify!($name)) {
+                        mapping::$name(&device);
+                    }
+                }
+            )*
+        };
+    }
+
+    gpu_mapping_test!(
+        region_loop_moves_each_array_once,
+        plain_arguments_and_nested_regions_find_data_present,
+        map_kinds_move_only_what_they_say,
+        device_vec_round_trip_without_transfers,
+        jacobi_matches_cpu_with_and_without_region,
+        regions_on_eight_threads,
+        overlapping_and_absent_maps_are_errors,
+        out_of_memory_while_mapping_leaves_host_data,
+        redundant_copies_are_reported,
+    );
+}
+
 /// A panicking GPU thread comes back as an error naming where it panicked (the file relative to
 /// the package, as the device pass remaps it) and which thread it was.
 #[test]

@@ -104,3 +104,28 @@ fn last_launch_reports_the_shape_and_no_copies() {
         "the host backend reads host memory in place"
     );
 }
+
+/// Data mapping on the host backend: a no-op that keeps the GPU's results (see common/mapping.rs).
+mod mapping {
+    use super::{common::mapping, host};
+
+    macro_rules! host_mapping_test {
+        ($($name:ident),* $(,)?) => {
+            $(
+                #[test]
+                fn $name() {
+                    mapping::$name(&host());
+                }
+            )*
+        };
+    }
+
+    host_mapping_test!(
+        region_loop_moves_each_array_once,
+        plain_arguments_and_nested_regions_find_data_present,
+        map_kinds_move_only_what_they_say,
+        device_vec_round_trip_without_transfers,
+        jacobi_matches_cpu_with_and_without_region,
+        regions_on_eight_threads,
+    );
+}

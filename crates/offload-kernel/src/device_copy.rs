@@ -4,7 +4,8 @@
 /// # Safety
 /// Implement it only for types that are `#[repr(C)]` (or primitive), hold no pointers or
 /// references (a host address is meaningless on the device) and no interior mutability, and
-/// for which every bit pattern the kernel may write is a valid value. `#[derive(DeviceCopy)]`
+/// for which every bit pattern the kernel may write is a valid value, all-zero bytes included
+/// (device scratch of `from`/`alloc` maps and `DeviceVec::zeroed` starts zeroed). `#[derive(DeviceCopy)]`
 /// checks the first and second points field by field.
 pub unsafe trait DeviceCopy: Copy + Send + Sync + 'static {}
 

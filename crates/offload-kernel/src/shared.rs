@@ -142,9 +142,9 @@ macro_rules! shared {
         let ptr: *mut u8 = {
             extern "C" {
                 #[link_name = ::core::concat!(
-                                        "__offload_shared_", ::core::module_path!(), "_",
-                                        ::core::line!(), "_", ::core::column!()
-                                    )]
+                                                "__offload_shared_", ::core::module_path!(), "_",
+                                                ::core::line!(), "_", ::core::column!()
+                                            )]
                 static mut __OFFLOAD_SHARED: [u8; __OFFLOAD_SHARED_BYTES];
             }
             // SAFETY: only the address is taken.

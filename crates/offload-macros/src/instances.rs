@@ -137,6 +137,7 @@ pub fn tidy(tokens: TokenStream) -> String {
         .replace(" >", ">")
         .replace("& ", "&")
         .replace(" ,", ",")
+        .replace("- ", "-")
 }
 
 /// Name part for one generic argument: the last path segment of a type (`half::f16` → `f16`),
@@ -154,6 +155,7 @@ fn suffix_part(tokens: &TokenStream, ty: Option<&Type>) -> String {
     let text: String = tokens
         .to_string()
         .chars()
+        .filter(|c| !c.is_whitespace())
         .map(|c| match c {
             '-' => 'm',
             c if c.is_ascii_alphanumeric() => c,
@@ -347,4 +349,72 @@ fn infer(name: &Ident, generics: &Generics) -> Result<Vec<Instance>> {
             })
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use syn::parse_quote;
+
+    fn instances(generics: Generics, declared: &str) -> Result<Vec<String>> {
+        let declared: Declared = syn::parse_str(declared)?;
+        let name: Ident = parse_quote! { k };
+        Ok(resolve(&name, &generics, declared)?
+            .into_iter()
+            .map(|i| format!("{} = {}", i.suffix, i.describe()))
+            .collect())
+    }
+
+    #[test]
+    fn declared_instances_are_every_combination_in_parameter_order() {
+        let got = instances(
+            parse_quote! { <T: Copy, const N: usize> },
+            "instances(N = 2 | -1, T = f32 | half::f16)",
+        )
+        .unwrap();
+        assert_eq!(
+            got,
+            [
+                "f32__2 = f32, 2",
+                "f32__m1 = f32, -1",
+                "f16__2 = half::f16, 2",
+                "f16__m1 = half::f16, -1"
+            ]
+        );
+    }
+
+    #[test]
+    fn marker_bounds_infer_every_primitive() {
+        let got = instances(parse_quote! { <T: Copy + Send> }, "").unwrap();
+        assert_eq!(got.len(), INFERRED_TYPES.len());
+        assert_eq!(got[0], "u8 = u8");
+        assert_eq!(got[11], "bf16 = ::offload::half::bf16");
+    }
+
+    #[test]
+    fn mistakes_are_errors() {
+        let err = |g: Generics, d: &str| instances(g, d).unwrap_err().to_string();
+        assert!(err(parse_quote! { <T: core::ops::Add> }, "")
+            .starts_with("declare the device instances"));
+        assert!(
+            err(parse_quote! { <const N: usize> }, "").starts_with("declare the device instances")
+        );
+        assert_eq!(
+            err(parse_quote! {}, "instances(T = f32)"),
+            "kernel `k` has no generic parameters to declare instances of"
+        );
+        assert_eq!(
+            err(parse_quote! { <T: Copy> }, "instances(T = f32 | f32)"),
+            "two instances of kernel `k` would share the device name `k__f32`; declare each once"
+        );
+        assert_eq!(
+            err(parse_quote! { <T: Copy, U: Copy> }, "instances(T = f32)"),
+            "instances(...) of kernel `k` gives no values for `U`, e.g. U = f32 | f64"
+        );
+        assert!(err(parse_quote! { <T: Copy> }, "instances(T = )")
+            .contains("needs values separated by `|`"));
+        assert!(
+            err(parse_quote! { <T: Copy> }, "shapes(T = f32)").starts_with("unknown kernel option")
+        );
+    }
 }

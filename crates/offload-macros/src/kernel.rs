@@ -246,16 +246,22 @@ fn expand_host(
         .map(|c| c.replace("during the launch", "until the stream's scope ends"))
         .collect();
     let doc_launcher = format!(
-        "Launch kernel `{name_str}` on the default device with a grid sized from the data, copying \
-         slices to the device and `&mut` slices back. See [`{name_str}::launch`] for an explicit device and shape."
+        "Launch kernel `{name_str}` on the default device (or where its device-resident arguments \
+         live) with a grid sized from the data, copying slices to the device and `&mut` slices back \
+         unless a data region mapped them; map kinds (`offload::from(&mut y)`, ...) override that. \
+         See [`{name_str}::launch`] for an explicit device and shape."
     );
     let doc_module = format!("Launch control of kernel `{name_str}`.");
     let names: Vec<&Ident> = params.iter().map(|p| &p.name).collect();
+    // Slices take anything their map-kind trait accepts: host data, `from(&mut y)`, a
+    // `DeviceVec`, a region's handle (see `offload::map`).
     let sig_inputs: Vec<TokenStream> = params
         .iter()
         .map(|p| {
             let (n, ty, elem) = (&p.name, &p.ty, &p.elem);
             match p.passing {
+                Passing::Slice => quote! { #n: impl ::offload::map::InArg<#elem> },
+                Passing::SliceMut => quote! { #n: impl ::offload::map::OutArg<#elem> },
                 Passing::Atomic => quote! { #n: &mut [#elem] },
                 _ => quote! { #n: #ty },
             }
@@ -295,12 +301,12 @@ fn expand_host(
         })
         .collect::<Vec<_>>();
     let kernel_args: Vec<TokenStream> = params.iter().map(|p| {
-        let n = &p.name;
+        let (n, elem) = (&p.name, &p.elem);
         match p.passing {
             Passing::Value => quote! { ::offload::__private::KernelArg::value(&#n) },
             Passing::Atomic => quote! { ::offload::__private::KernelArg::atomics(#n) },
-            Passing::Slice => quote! { ::offload::__private::KernelArg::slice(#n) },
-            Passing::SliceMut => quote! { ::offload::__private::KernelArg::slice_mut(#n) },
+            Passing::Slice => quote! { ::offload::map::InArg::<#elem>::into_kernel_arg(#n) },
+            Passing::SliceMut => quote! { ::offload::map::OutArg::<#elem>::into_kernel_arg(#n) },
             Passing::Ref => {
                 quote! { ::offload::__private::KernelArg::slice(::core::slice::from_ref(#n)) }
             }
@@ -328,9 +334,17 @@ fn expand_host(
     });
     let arity = params.len();
     let arity_msg = {
-        let list: Vec<String> = sig_inputs
+        // What a caller passes, as written (not the launcher's map-kind traits).
+        let list: Vec<String> = params
             .iter()
-            .map(|input| instances::tidy(input.clone()).replace(" :", ":"))
+            .map(|p| {
+                let (n, ty, elem) = (&p.name, &p.ty, &p.elem);
+                let written = match p.passing {
+                    Passing::Atomic => quote! { #n: &mut [#elem] },
+                    _ => quote! { #n: #ty },
+                };
+                instances::tidy(written).replace(" :", ":")
+            })
             .collect();
         format!("`args` of offload! has the wrong length: kernel `{name_str}` takes {arity} argument{} ({})", if arity == 1 { "" } else { "s" }, list.join(", "))
     };
@@ -350,56 +364,34 @@ fn expand_host(
 
     // Generic kernels: the descriptor comes from the instance's `Declared` impl.
     let generics = &func.sig.generics;
-    let (impl_generics, call_generics, where_clause) = if generic {
-        let mut g: Generics = generics.clone();
+    // A generic kernel's items carry its generics, bounded to the declared instances (`path`
+    // names the module holding `Instance` and `Declared`, as seen from the item).
+    let bounded = |path: TokenStream| -> Generics {
+        let mut g = generics.clone();
         let (_, type_args, _) = generics.split_for_impl();
-        let turbofish = type_args.as_turbofish();
         let clause = g.make_where_clause();
         clause
             .predicates
-            .push(parse_quote! { Instance #type_args: Declared });
+            .push(parse_quote! { #path Instance #type_args: #path Declared });
         for p in params {
             let elem = &p.elem;
             let pred: WherePredicate = parse_quote! { #elem: ::offload::DeviceCopy };
             clause.predicates.push(pred);
         }
-        let (ig, _, wc) = g.split_for_impl();
-        (quote! { #ig }, quote! { #turbofish }, quote! { #wc })
-    } else {
-        (quote! {}, quote! {}, quote! {})
+        g
     };
-    // `Declared` and `Instance` as the top-level launcher names them.
-    let outer_where = if generic {
-        let mut g: Generics = generics.clone();
-        let (_, type_args, _) = generics.split_for_impl();
-        let clause = g.make_where_clause();
-        clause
-            .predicates
-            .push(parse_quote! { #name::Instance #type_args: #name::Declared });
-        for p in params {
-            let elem = &p.elem;
-            clause
-                .predicates
-                .push(parse_quote! { #elem: ::offload::DeviceCopy });
-        }
-        let wc = g.where_clause.clone();
-        quote! { #wc }
+    let (inner, outer) = if generic {
+        (bounded(quote! {}), bounded(quote! { #name:: }))
     } else {
-        quote! {}
+        (Generics::default(), Generics::default())
     };
+    let (impl_generics, type_args, where_clause) = inner.split_for_impl();
+    let call_generics = type_args.as_turbofish();
+    let (outer_generics, _, outer_where) = outer.split_for_impl();
     // `launch`'s generics with the stream's scope `'s` in front, for `enqueue`.
-    let enqueue_generics = {
-        let mut g: Generics = if generic {
-            let mut g = generics.clone();
-            g.where_clause = syn::parse2(where_clause.clone()).ok();
-            g
-        } else {
-            Generics::default()
-        };
-        g.params.insert(0, parse_quote! { 's });
-        let (ig, _, _) = g.split_for_impl();
-        quote! { #ig }
-    };
+    let mut enqueue_generics = inner.clone();
+    enqueue_generics.params.insert(0, parse_quote! { 's });
+    let (enqueue_generics, _, _) = enqueue_generics.split_for_impl();
     let descriptor = if generic {
         generic_descriptor(func, instances, &images_expr)
     } else {
@@ -429,7 +421,7 @@ fn expand_host(
         #[doc = #doc_launcher]
         #(#[doc = #contract_doc])*
         #[allow(clippy::too_many_arguments, clippy::multiple_bound_locations)]
-        #vis #unsafety fn #name #impl_generics (#(#sig_inputs),*) -> ::offload::Result<()> #outer_where {
+        #vis #unsafety fn #name #outer_generics (#(#sig_inputs),*) -> ::offload::Result<()> #outer_where {
             #launch_call
         }
 

@@ -131,6 +131,28 @@ impl Device {
         }
     }
 
+    /// Identifies the device within the process (its backend's address; backends live as long
+    /// as the process).
+    pub(crate) fn id(&self) -> usize {
+        match &self.inner {
+            DeviceInner::Host(h) => Arc::as_ptr(h) as *const () as usize,
+            DeviceInner::Offload(b) => Arc::as_ptr(b) as *const () as usize,
+        }
+    }
+
+    /// The listed device with this [`Device::id`].
+    pub(crate) fn by_id(id: usize) -> Option<Device> {
+        devices().iter().find(|d| d.id() == id).cloned()
+    }
+
+    /// A device on a plugin that is not listed (the tests' mock GPU).
+    #[cfg(test)]
+    pub(crate) fn unlisted(backend: Arc<dyn Backend>) -> Device {
+        Device {
+            inner: DeviceInner::Offload(backend),
+        }
+    }
+
     /// The plugin behind a GPU; `None` for the host.
     pub(crate) fn offload_backend(&self) -> Option<&dyn Backend> {
         match &self.inner {

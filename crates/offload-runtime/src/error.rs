@@ -55,6 +55,42 @@ pub enum Error {
     #[error("{device} was released: it runs and allocates nothing more")]
     Released { device: String },
 
+    /// A new mapping of host data covers part of an existing one, but not all of it (or more).
+    /// OpenMP rejects this too: one host byte has one device copy.
+    #[error("cannot map {bytes} bytes at host {host:#x} on {device}: they partially overlap the mapped {mapped_bytes} bytes at {mapped_host:#x}")]
+    MapOverlap {
+        device: String,
+        host: usize,
+        bytes: usize,
+        mapped_host: usize,
+        mapped_bytes: usize,
+    },
+
+    /// `present` data that no data region has mapped on the device.
+    #[error("{bytes} bytes at host {host:#x} are not present on {device}: map them in a data region (offload::region) first")]
+    NotPresent {
+        device: String,
+        host: usize,
+        bytes: usize,
+    },
+
+    /// A device-resident argument (a `DeviceVec`, a region's mapped handle) lives on another
+    /// device than the launch's.
+    #[error("kernel `{kernel}` launched on {device}, but an argument lives on {resident_on}")]
+    WrongDevice {
+        kernel: &'static str,
+        device: String,
+        resident_on: String,
+    },
+
+    /// Two lengths that must agree do not.
+    #[error("{what}: expected {expected} elements, got {found}")]
+    LengthMismatch {
+        what: &'static str,
+        expected: usize,
+        found: usize,
+    },
+
     /// A driver call failed outside of a kernel.
     #[error("{device}: {operation} failed: {message}")]
     Driver {

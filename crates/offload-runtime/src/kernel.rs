@@ -30,13 +30,15 @@ pub struct KernelArg<'a> {
 pub(crate) enum ArgData {
     /// A `DeviceCopy` value passed by value: where it is and how big.
     Value { ptr: *const u8, size: usize },
-    /// `&[T]`: copied to the device before the launch.
+    /// `&[T]`: used where a data region mapped it, else copied to the device for the launch.
     Slice {
         ptr: *const u8,
         len: usize,
         elem_size: usize,
+        /// `present(..)`: an error unless a data region mapped it.
+        present_only: bool,
     },
-    /// `&mut [T]`: copied to the device before the launch and back after it.
+    /// `&mut [T]`: moved as `kind` says for the launch.
     SliceMut {
         ptr: *mut u8,
         len: usize,
@@ -45,7 +47,28 @@ pub(crate) enum ArgData {
         /// Seen by the kernel as `&[Atomic<T>]`, shared by all threads: not an output that
         /// sizes the default grid.
         atomic: bool,
+        /// How it moves (map kinds of `crate::map`).
+        kind: OutKind,
     },
+    /// Data already on a device (`DeviceVec`, a region's mapped handle): passed as is. On the
+    /// host device `addr` is a host address.
+    Resident {
+        device: usize,
+        addr: u64,
+        len: usize,
+        elem_size: usize,
+        elem_align: usize,
+        writable: bool,
+    },
+}
+
+/// How a `&mut [T]` argument moves (the map kinds of `crate::map`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum OutKind {
+    ToFrom,
+    From,
+    To,
+    Alloc,
 }
 
 impl ArgData {
@@ -53,7 +76,29 @@ impl ArgData {
     pub(crate) fn slice_len(&self) -> Option<usize> {
         match *self {
             ArgData::Value { .. } => None,
-            ArgData::Slice { len, .. } | ArgData::SliceMut { len, .. } => Some(len),
+            ArgData::Slice { len, .. }
+            | ArgData::SliceMut { len, .. }
+            | ArgData::Resident { len, .. } => Some(len),
+        }
+    }
+
+    /// Bytes of a host slice argument (0 for the others).
+    pub(crate) fn slice_bytes(&self) -> usize {
+        match *self {
+            ArgData::Slice { len, elem_size, .. } | ArgData::SliceMut { len, elem_size, .. } => {
+                len * elem_size
+            }
+            _ => 0,
+        }
+    }
+
+    /// Whether it is an output split among the threads (a `&mut [T]` parameter; atomics are
+    /// shared by all threads, so not one).
+    pub(crate) fn is_output(&self) -> bool {
+        match *self {
+            ArgData::SliceMut { atomic, .. } => !atomic,
+            ArgData::Resident { writable, .. } => writable,
+            _ => false,
         }
     }
 }
@@ -71,6 +116,7 @@ impl<'a> KernelArg<'a> {
             ptr: slice.as_ptr() as *const u8,
             len: slice.len(),
             elem_size: size_of::<T>(),
+            present_only: false,
         })
     }
 
@@ -81,6 +127,7 @@ impl<'a> KernelArg<'a> {
             elem_size: size_of::<T>(),
             elem_align: std::mem::align_of::<T>(),
             atomic: false,
+            kind: OutKind::ToFrom,
         })
     }
 
@@ -92,6 +139,7 @@ impl<'a> KernelArg<'a> {
             elem_size: size_of::<T>(),
             elem_align: std::mem::align_of::<T>(),
             atomic: true,
+            kind: OutKind::ToFrom,
         })
     }
 
@@ -169,7 +217,12 @@ pub fn launch(
     launch: Launch<'_>,
     args: &mut [KernelArg<'_>],
 ) -> Result<()> {
-    let device: Device = resolve_device(kernel, launch.device)?;
+    // Unless the launch names a device, data already on one decides.
+    let resident_on = args.iter().find_map(|a| match a.data {
+        ArgData::Resident { device, .. } => Device::by_id(device),
+        _ => None,
+    });
+    let device: Device = resolve_device(kernel, launch.device.or(resident_on.as_ref()))?;
     device.check_host_live()?;
     let shape = launch.resolve(kernel.name, &device, args)?;
     tracing::debug!(kernel = kernel.name, device = %device.name(), grid = ?shape.grid, block = ?shape.block, "launch");
@@ -185,8 +238,11 @@ pub fn launch(
             let start = Instant::now();
             crate::backend::host::run(kernel, &device, shape, args)?;
             report.kernel_time = start.elapsed();
+            crate::trace::host_launch(&report);
         }
-        Some(backend) => transfer::launch_mapped(backend, kernel, shape, args, &mut report)?,
+        Some(backend) => {
+            transfer::launch_mapped(backend, device.id(), kernel, shape, args, &mut report)?
+        }
     }
     crate::report::record(report);
     Ok(())

@@ -144,12 +144,7 @@ fn default_blocks(items: u64, per_block: u64, limits: &Limits) -> u64 {
 fn default_items(args: &[KernelArg<'_>]) -> usize {
     let longest = |output: bool| {
         args.iter()
-            .filter(|a| {
-                matches!(
-                    a.data,
-                    crate::kernel::ArgData::SliceMut { atomic: false, .. }
-                ) == output
-            })
+            .filter(|a| a.data.is_output() == output)
             .filter_map(|a| a.data.slice_len())
             .max()
     };

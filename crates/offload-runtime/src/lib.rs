@@ -8,20 +8,27 @@
 
 pub mod backend;
 mod device;
+mod device_vec;
 mod error;
 mod image;
 pub mod kernel;
 mod launch;
+pub mod map;
 mod pinned;
+mod present;
+mod region;
 mod report;
 pub mod stream;
+pub mod trace;
 mod transfer;
 
 pub use backend::{BackendKind, MemoryInfo};
 pub use device::{default_device, devices, Device};
+pub use device_vec::DeviceVec;
 pub use error::{Error, Result};
 pub use image::{DeviceImage, ImageFormat, ImageSet};
 pub use launch::{Launch, Limits};
 pub use pinned::PinnedVec;
+pub use region::{region, region_on, Mapped, MappedMut, Region};
 pub use report::{last_launch, LaunchReport};
 pub use stream::{scope, Event, Stream, StreamScope};

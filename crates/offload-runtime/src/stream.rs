@@ -285,6 +285,7 @@ fn queue_launch(
                 ptr,
                 len,
                 elem_size,
+                ..
             } => (ptr, len, elem_size, None),
             ArgData::SliceMut {
                 ptr,
@@ -292,6 +293,9 @@ fn queue_launch(
                 elem_size,
                 ..
             } => (ptr as *const u8, len, elem_size, Some(ptr)),
+            ArgData::Resident { .. } => {
+                unreachable!("the generated `enqueue` takes host slices only")
+            }
         };
         let bytes = len * elem_size;
         let device_ptr = if bytes == 0 {

@@ -1,42 +1,86 @@
-//! Automatic data movement for a launch on a GPU backend, as rustc's offload maps by type:
-//! `&[T]` to the device, `&mut [T]` to the device and back, values by value. Host slices are
-//! written only after the kernel succeeded, so a failed launch leaves them as they were.
+//! Data movement for a launch on a GPU backend, as OpenMP maps a target construct's arguments:
+//! a slice a data region mapped is present (its count is raised for the launch, nothing moves);
+//! device-resident arguments pass as they are; any other slice gets a device copy for this launch
+//! as its map kind says (by type: `&[T]` to the device, `&mut [T]` there and back). Host slices
+//! are written only after the kernel succeeded, so a failed launch leaves them as they were, and
+//! every device copy made for the launch is released on every exit path.
 
 use crate::backend::{Backend, DevicePtr, Param};
-use crate::kernel::{ArgData, Kernel, KernelArg};
+use crate::device::Device;
+use crate::kernel::{ArgData, Kernel, KernelArg, OutKind};
 use crate::launch::Shape;
+use crate::present::{self, Key};
 use crate::report::LaunchReport;
+use crate::trace::{self, LaunchSummary};
 use crate::{Error, Result};
 use std::time::Instant;
 
-/// Device buffers of one launch, released (after the queue drains) on every exit path.
+/// Device memory of one launch: its own copies, and the present entries it holds a count on.
+/// Released (after the queue drains) on every exit path.
 struct Buffers<'b> {
     backend: &'b dyn Backend,
-    ptrs: Vec<DevicePtr>,
-}
-
-impl Buffers<'_> {
-    fn alloc(&mut self, kernel: &'static str, bytes: usize) -> Result<DevicePtr> {
-        let ptr = self.backend.alloc(kernel, bytes)?;
-        self.ptrs.push(ptr);
-        Ok(ptr)
-    }
+    device_id: usize,
+    /// Copies made for this launch: device address, host address, bytes.
+    own: Vec<(DevicePtr, usize, usize)>,
+    retained: Vec<Key>,
 }
 
 impl Drop for Buffers<'_> {
     fn drop(&mut self) {
-        // Queued copies may still read or write these buffers (and their host slices) after an
-        // error: drain the queue before giving memory back and returning to the caller.
+        // Queued copies and the kernel may still use these buffers after an error: drain the
+        // queue before giving memory back and returning to the caller.
         let _ = self.backend.synchronize();
-        for &ptr in &self.ptrs {
+        for &(device, host, bytes) in &self.own {
             // SAFETY: allocated by this launch from this backend, and no longer in use.
-            unsafe { self.backend.free(ptr) };
+            unsafe { self.backend.free(device) };
+            trace::unmap(self.backend.name(), host, bytes);
         }
+        for &key in &self.retained {
+            let last = present::table().release(key);
+            if let Some(entry) = last {
+                // This launch outlived the region that mapped the data (another thread's).
+                let _ = present::unmap(self.backend, self.device_id, entry, true);
+            }
+        }
+    }
+}
+
+impl Buffers<'_> {
+    /// A device copy of host bytes for this launch: copied in for `copy_in`, zeroed otherwise.
+    fn map(
+        &mut self,
+        kernel: &'static str,
+        host: *const u8,
+        bytes: usize,
+        copy_in: bool,
+        report: &mut LaunchReport,
+    ) -> Result<DevicePtr> {
+        let backend = self.backend;
+        let device = backend.alloc(kernel, bytes)?;
+        self.own.push((device, host as usize, bytes));
+        trace::map(
+            backend.name(),
+            if copy_in { "to" } else { "alloc" },
+            host as usize,
+            bytes,
+        );
+        if copy_in {
+            let start = Instant::now();
+            // SAFETY: the host slice is borrowed for the launch and `device` holds `bytes`.
+            unsafe { backend.copy_to_device(device, host, bytes)? };
+            trace::copy_to_device(self.device_id, backend.name(), host, bytes, start.elapsed());
+            report.bytes_to_device += bytes;
+        } else {
+            // SAFETY: `device` holds `bytes`.
+            unsafe { backend.fill_zero(device, bytes)? };
+        }
+        Ok(device)
     }
 }
 
 pub(crate) fn launch_mapped(
     backend: &dyn Backend,
+    device_id: usize,
     kernel: &Kernel,
     shape: Shape,
     args: &mut [KernelArg<'_>],
@@ -45,40 +89,85 @@ pub(crate) fn launch_mapped(
     let start = Instant::now();
     let mut buffers = Buffers {
         backend,
-        ptrs: Vec::with_capacity(args.len()),
+        device_id,
+        own: Vec::with_capacity(args.len()),
+        retained: Vec::new(),
     };
+    let mut summary = LaunchSummary::default();
     let mut params = Vec::with_capacity(args.len() * 2);
     let mut copy_back = Vec::new();
     for arg in args.iter() {
-        let (host, len, elem_size, back_to) = match arg.data {
+        let (device_ptr, len) = match arg.data {
             ArgData::Value { ptr, size } => {
                 params.push(Param::Value { ptr, size });
                 continue;
+            }
+            ArgData::Resident {
+                device, addr, len, ..
+            } => {
+                if device != device_id {
+                    return Err(Error::WrongDevice {
+                        kernel: kernel.name,
+                        device: backend.name().to_string(),
+                        resident_on: Device::by_id(device)
+                            .map_or("another device".to_string(), |d| d.name().to_string()),
+                    });
+                }
+                summary.resident += 1;
+                (DevicePtr(addr), len)
+            }
+            ArgData::Slice { len, .. } | ArgData::SliceMut { len, .. }
+                if arg.data.slice_bytes() == 0 =>
+            {
+                (DevicePtr(0), len)
             }
             ArgData::Slice {
                 ptr,
                 len,
                 elem_size,
-            } => (ptr, len, elem_size, None),
+                present_only,
+            } => {
+                let bytes = len * elem_size;
+                let found =
+                    present::table().retain(device_id, backend.name(), ptr as usize, bytes)?;
+                match found {
+                    Some(found) => {
+                        buffers.retained.push(found.key);
+                        trace::present(backend.name(), ptr as usize, bytes, found.refs);
+                        summary.present += 1;
+                        (found.device, len)
+                    }
+                    None if present_only => {
+                        return Err(Error::NotPresent {
+                            device: backend.name().to_string(),
+                            host: ptr as usize,
+                            bytes,
+                        })
+                    }
+                    None => {
+                        summary.copied += 1;
+                        (buffers.map(kernel.name, ptr, bytes, true, report)?, len)
+                    }
+                }
+            }
+            // A `&mut` borrow cannot alias mapped data (every map holds a borrow of its host
+            // bytes), so outputs are never present: each gets its own device copy.
             ArgData::SliceMut {
                 ptr,
                 len,
                 elem_size,
+                kind,
                 ..
-            } => (ptr as *const u8, len, elem_size, Some(ptr)),
-        };
-        let bytes = len * elem_size;
-        let device_ptr = if bytes == 0 {
-            DevicePtr(0)
-        } else {
-            let d = buffers.alloc(kernel.name, bytes)?;
-            // SAFETY: the host slice is borrowed for the launch and `d` holds `bytes`.
-            unsafe { backend.copy_to_device(d, host, bytes)? };
-            report.bytes_to_device += bytes;
-            if let Some(back_to) = back_to {
-                copy_back.push((back_to, d, bytes));
+            } => {
+                let bytes = len * elem_size;
+                let copy_in = matches!(kind, OutKind::ToFrom | OutKind::To);
+                let device = buffers.map(kernel.name, ptr, bytes, copy_in, report)?;
+                if matches!(kind, OutKind::ToFrom | OutKind::From) {
+                    copy_back.push((ptr, device, bytes));
+                }
+                summary.copied += 1;
+                (device, len)
             }
-            d
         };
         params.push(Param::Word(device_ptr.0));
         params.push(Param::Word(len as u64));
@@ -116,12 +205,15 @@ pub(crate) fn launch_mapped(
     }
     drop(collecting);
     for (host, device, bytes) in copy_back {
-        report.bytes_from_device += bytes;
-        // SAFETY: the `&mut` host slice is borrowed until this function returns, after the sync
-        // in `Buffers::drop` or below.
+        let start = Instant::now();
+        // SAFETY: the `&mut` host slice is borrowed until this function returns.
         unsafe { backend.copy_from_device(host, device, bytes)? };
+        backend.synchronize()?;
+        trace::copy_from_device(device_id, backend.name(), host, bytes, start.elapsed());
+        report.bytes_from_device += bytes;
     }
-    backend.synchronize()?;
     report.time_from_device = finished.elapsed();
+    drop(buffers);
+    trace::launch(report, &summary);
     Ok(())
 }

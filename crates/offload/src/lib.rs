@@ -27,6 +27,23 @@
 //! }
 //! ```
 //!
+//! ## Moving data once: data regions
+//! A call moves its slices every time. A [`region`] maps host data once for many launches
+//! (OpenMP's `target data`, with its reference counts); map kinds at the call site ([`from`],
+//! [`to`], [`tofrom`], [`alloc`], [`present`]) and device-resident [`DeviceVec`]s refine it, and
+//! `OFFLOAD_INFO=1` prints every transfer ([`trace`]).
+//!
+//! ```ignore
+//! offload::region(|r| {
+//!     let x = r.to(&x)?;              // copied in once
+//!     let mut y = r.tofrom(&mut y)?;  // copied in once, back once at the end
+//!     for _ in 0..100 {
+//!         kernels::saxpy(2.0, &x, &mut y)?;
+//!     }
+//!     Ok(())
+//! })?;
+//! ```
+//!
 //! ## The soundness rule for outputs
 //! A `&mut [T]` parameter is seen inside the kernel as a [`ThreadSlice`]: safe code can reach only
 //! the elements the running thread owns ([`ThreadSlice::mine`], [`ThreadSlice::iter_mine`]), so the
@@ -44,10 +61,21 @@ pub use offload_macros::{kernel, DeviceCopy};
 
 #[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
 pub use offload_runtime::{
-    default_device, devices, last_launch, scope, BackendKind, Device, DeviceImage, Error, Event,
-    ImageFormat, ImageSet, Launch, LaunchReport, Limits, MemoryInfo, PinnedVec, Result, Stream,
-    StreamScope,
+    default_device, devices, last_launch, region, region_on, scope, BackendKind, Device,
+    DeviceImage, DeviceVec, Error, Event, ImageFormat, ImageSet, Launch, LaunchReport, Limits,
+    Mapped, MappedMut, MemoryInfo, PinnedVec, Region, Result, Stream, StreamScope,
 };
+
+/// How kernel arguments map to a device (`InArg`, `OutArg` and the map kinds).
+#[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
+pub use offload_runtime::map;
+/// Map kinds at the call site (`from(&mut y)`, `to(&x)`, `tofrom`, `alloc`, `present`): see
+/// [`map`].
+#[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
+pub use offload_runtime::map::{alloc, from, present, to, tofrom};
+/// The transfer trace (`OFFLOAD_INFO=1`) and its counters.
+#[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
+pub use offload_runtime::trace;
 
 /// The names of rustc nightly's `core::offload` (std::offload), so that a program written for it
 /// switches by changing its import: `use core::offload::{offload, offload_kernel}` becomes

@@ -129,7 +129,7 @@ fn balanced_steps(device: &Device, x: &[f32], y: &mut [f32]) -> Result<u32, Fail
     const PROBE: u32 = 256;
     let mut best = (Duration::MAX, Duration::MAX);
     for _ in 0..3 {
-        relax::launch(Launch::on(device), PROBE, x, y)?;
+        relax::launch(Launch::on(device), PROBE, x, &mut *y)?;
         let report = offload::last_launch().ok_or("no launch report")?;
         let copies = report.time_to_device + report.time_from_device;
         best = (best.0.min(report.kernel_time), best.1.min(copies));

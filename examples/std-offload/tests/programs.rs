@@ -2,6 +2,7 @@
 //! nothing else differs from the versions in std_originals/, and that each runs and checks its
 //! own results (on the default device: a GPU when there is one, else the host backend).
 
+use std::io::Write;
 use std::path::Path;
 use std::process::Command;
 
@@ -56,5 +57,40 @@ fn programs_run_and_check_their_results() {
             String::from_utf8_lossy(&out.stderr)
         );
         assert!(stdout.starts_with("ok: "), "{name}: {stdout}");
+    }
+}
+
+/// The images the programs embed: what the device pass built from the three files.
+static IMAGES: offload::ImageSet = include!(concat!(env!("OUT_DIR"), "/offload_images.rs"));
+
+/// The device pass compiled the three program files as modules of one device crate: every
+/// kernel, and each inferred instance of the generic `fill`, has its entry.
+#[test]
+fn device_images_hold_every_kernel_and_instance() {
+    if IMAGES.images.is_empty() {
+        let reason = IMAGES.unavailable.unwrap_or("unknown reason");
+        if std::env::var("OFFLOAD_REQUIRE_DEVICE_BUILD").is_ok_and(|v| v == "1") {
+            panic!("OFFLOAD_REQUIRE_DEVICE_BUILD=1 but no device images were built: {reason}");
+        }
+        // Straight to stderr: libtest captures eprintln!, and a skip must be visible.
+        let _ = writeln!(
+            std::io::stderr(),
+            "SKIPPED device_images_hold_every_kernel_and_instance: {reason}"
+        );
+        return;
+    }
+    let instances = [
+        "u8", "u16", "u32", "u64", "i8", "i16", "i32", "i64", "f32", "f64", "f16", "bf16",
+    ];
+    let expected = ["scale", "axpy", "dot"]
+        .map(String::from)
+        .into_iter()
+        .chain(instances.iter().map(|t| format!("fill__{t}")));
+    for kernel in expected {
+        assert!(
+            IMAGES.kernels.contains(&kernel.as_str()),
+            "{kernel} in {:?}",
+            IMAGES.kernels
+        );
     }
 }

@@ -4,6 +4,7 @@
 
 pub mod atomics;
 pub mod gpu;
+pub mod mapping;
 pub mod streams;
 pub mod warps;
 
@@ -33,7 +34,7 @@ pub fn ints(n: usize, seed: u64) -> Vec<i64> {
         .collect()
 }
 
-fn same_bits(got: &[f32], expected: &[f32]) -> bool {
+pub fn same_bits(got: &[f32], expected: &[f32]) -> bool {
     got.len() == expected.len()
         && got
             .iter()

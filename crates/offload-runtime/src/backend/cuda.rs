@@ -1,6 +1,7 @@
 //! The CUDA plugin, on the driver API loaded at run time (through cudarc's dynamic loading):
 //! only `libcuda` is needed, and its absence just means no CUDA devices.
 
+use super::cuda_staging::{Staging, STAGE_FROM};
 use super::{Backend, BackendKind, DevicePtr, MemoryInfo, Param, QueueEvent};
 use crate::image::ImageFormat;
 use crate::kernel::Kernel;
@@ -51,6 +52,8 @@ struct Modules {
     launches: Mutex<()>,
     /// Set by [`Backend::release`].
     released: AtomicBool,
+    /// Pinned buffers for large copies.
+    staging: Mutex<Staging>,
 }
 
 struct LoadedModule {
@@ -116,6 +119,7 @@ impl CudaBackend {
                 loaded: Mutex::new(HashMap::new()),
                 launches: Mutex::new(()),
                 released: AtomicBool::new(false),
+                staging: Mutex::new(Staging::default()),
             }),
             ctx,
         })
@@ -127,6 +131,13 @@ impl CudaBackend {
             operation,
             message: e.to_string(),
         }
+    }
+
+    fn staging(&self) -> MutexGuard<'_, Staging> {
+        self.modules
+            .staging
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
     }
 
     /// Makes the context current on this thread: the gate of every driver operation, so it is
@@ -299,6 +310,23 @@ impl PanicSlot {
     }
 }
 
+/// Whether `ptr` is page-locked host memory the driver knows (`PinnedVec`, `cuMemHostAlloc`):
+/// copies from and to it run asynchronously without staging.
+fn is_page_locked(ptr: *const u8) -> bool {
+    let mut memory_type = 0u32;
+    // SAFETY: asks the driver about an address (pageable memory is an error answer); writes
+    // one `u32`, the size of this attribute.
+    let answer = unsafe {
+        sys::cuPointerGetAttribute(
+            &mut memory_type as *mut u32 as *mut c_void,
+            sys::CUpointer_attribute::CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
+            ptr as sys::CUdeviceptr,
+        )
+    };
+    answer == sys::CUresult::CUDA_SUCCESS
+        && memory_type == sys::CUmemorytype::CU_MEMORYTYPE_HOST as u32
+}
+
 fn load_module(
     format: ImageFormat,
     bytes: &[u8],
@@ -381,23 +409,48 @@ impl Backend for CudaBackend {
 
     unsafe fn copy_to_device(&self, dst: DevicePtr, src: *const u8, bytes: usize) -> Result<()> {
         self.bind()?;
+        let failed = self.driver_error("copying to the device");
+        let stream = self.stream.cu_stream();
+        if bytes >= STAGE_FROM && !is_page_locked(src) {
+            let mut staging = self.staging();
+            if staging.ready(&self.name) {
+                // SAFETY: per the trait contract; the context is bound.
+                return unsafe { staging.upload(stream, dst.0, src, bytes) }.map_err(failed);
+            }
+        }
         // SAFETY: per the trait contract. From pageable memory the driver stages the bytes before
         // returning, so the host memory is free to change afterwards.
         unsafe {
             let src = std::slice::from_raw_parts(src, bytes);
-            result::memcpy_htod_async(dst.0, src, self.stream.cu_stream())
+            result::memcpy_htod_async(dst.0, src, stream)
         }
-        .map_err(self.driver_error("copying to the device"))
+        .map_err(failed)
     }
 
     unsafe fn copy_from_device(&self, dst: *mut u8, src: DevicePtr, bytes: usize) -> Result<()> {
         self.bind()?;
+        let failed = self.driver_error("copying from the device");
+        let stream = self.stream.cu_stream();
+        if bytes >= STAGE_FROM && !is_page_locked(dst) {
+            let mut staging = self.staging();
+            if staging.ready(&self.name) {
+                // SAFETY: per the trait contract; the context is bound.
+                return unsafe { staging.download(stream, dst, src.0, bytes) }.map_err(failed);
+            }
+        }
         // SAFETY: per the trait contract, `dst` stays valid and unused until `synchronize`.
         unsafe {
             let dst = std::slice::from_raw_parts_mut(dst, bytes);
-            result::memcpy_dtoh_async(dst, src.0, self.stream.cu_stream())
+            result::memcpy_dtoh_async(dst, src.0, stream)
         }
-        .map_err(self.driver_error("copying from the device"))
+        .map_err(failed)
+    }
+
+    unsafe fn fill_zero(&self, dst: DevicePtr, bytes: usize) -> Result<()> {
+        self.bind()?;
+        // SAFETY: per the trait contract, `dst` holds `bytes` bytes.
+        unsafe { result::memset_d8_async(dst.0, 0, bytes, self.stream.cu_stream()) }
+            .map_err(self.driver_error("zeroing device memory"))
     }
 
     fn launch(&self, kernel: &Kernel, shape: Shape, params: &[Param]) -> Result<()> {
@@ -513,6 +566,7 @@ impl Backend for CudaBackend {
             .lock()
             .unwrap_or_else(|p| p.into_inner());
         unload_all(&mut loaded);
+        drop(std::mem::take(&mut *self.staging()));
         Ok(())
     }
 
@@ -641,6 +695,10 @@ impl Drop for Modules {
     fn drop(&mut self) {
         let modules = self.loaded.get_mut().unwrap_or_else(|p| p.into_inner());
         if self.ctx.bind_to_thread().is_ok() {
+            // Its pinned buffers and events belong to the context: release them while bound.
+            drop(std::mem::take(
+                self.staging.get_mut().unwrap_or_else(|p| p.into_inner()),
+            ));
             unload_all(modules);
         }
     }

@@ -6,12 +6,12 @@
 pub mod scheduler;
 
 use crate::device::Device;
-use crate::kernel::{ArgData, Kernel, KernelArg};
+use crate::kernel::{ArgData, Kernel, KernelArg, OutKind};
 use crate::launch::{Limits, Shape};
 use crate::{Error, Result};
 use offload_kernel::Dim3;
 use rayon::prelude::*;
-use std::alloc::{alloc, dealloc, handle_alloc_error, Layout};
+use std::alloc::{alloc, alloc_zeroed, dealloc, handle_alloc_error, Layout};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::ptr::copy_nonoverlapping;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -89,26 +89,41 @@ struct Staged {
     copy: *mut u8,
     layout: Layout,
     original: *mut u8,
+    /// Whether the results replace the original (not for `to` and `alloc` outputs).
+    commit: bool,
 }
 
 impl Staged {
-    fn new(original: *mut u8, bytes: usize, align: usize) -> Staged {
+    /// A copy of the `bytes` at `original` (`copy_in`), else zeroed memory of that size.
+    fn new(original: *mut u8, bytes: usize, align: usize, copy_in: bool) -> Staged {
         let layout = Layout::from_size_align(bytes, align).expect("a slice's layout is valid");
         // SAFETY: bytes > 0 (callers skip empty slices).
-        let copy = unsafe { alloc(layout) };
+        let copy = unsafe {
+            if copy_in {
+                alloc(layout)
+            } else {
+                alloc_zeroed(layout)
+            }
+        };
         if copy.is_null() {
             handle_alloc_error(layout);
         }
-        // SAFETY: both regions hold `bytes` bytes and do not overlap.
-        unsafe { copy_nonoverlapping(original, copy, bytes) };
+        if copy_in {
+            // SAFETY: both regions hold `bytes` bytes and do not overlap.
+            unsafe { copy_nonoverlapping(original, copy, bytes) };
+        }
         Staged {
             copy,
             layout,
             original,
+            commit: true,
         }
     }
 
     fn commit(&self) {
+        if !self.commit {
+            return;
+        }
         // SAFETY: the original slice is still mutably borrowed by the launch.
         unsafe { copy_nonoverlapping(self.copy, self.original, self.layout.size()) };
     }
@@ -128,30 +143,75 @@ pub(crate) fn run(
     args: &mut [KernelArg<'_>],
 ) -> Result<()> {
     let mut staged = Vec::new();
-    let staged_args: Vec<KernelArg<'_>> = args
-        .iter()
-        .map(|arg| match arg.data {
+    let mut staged_args = Vec::with_capacity(args.len());
+    for arg in args.iter() {
+        let data = match arg.data {
+            // Resident data of the host device is host memory: an output is written back.
+            ArgData::Resident {
+                device: resident,
+                addr,
+                len,
+                elem_size,
+                elem_align,
+                writable,
+            } => {
+                if resident != device.id() {
+                    return Err(Error::WrongDevice {
+                        kernel: kernel.name,
+                        device: device.name().to_string(),
+                        resident_on: Device::by_id(resident)
+                            .map_or("another device".to_string(), |d| d.name().to_string()),
+                    });
+                }
+                if writable {
+                    ArgData::SliceMut {
+                        ptr: addr as *mut u8,
+                        len,
+                        elem_size,
+                        elem_align,
+                        atomic: false,
+                        kind: OutKind::ToFrom,
+                    }
+                } else {
+                    ArgData::Slice {
+                        ptr: addr as *const u8,
+                        len,
+                        elem_size,
+                        present_only: false,
+                    }
+                }
+            }
+            data => data,
+        };
+        let data = match data {
             ArgData::SliceMut {
                 ptr,
                 len,
                 elem_size,
                 elem_align,
                 atomic,
+                kind,
             } if len * elem_size > 0 => {
-                let stage = Staged::new(ptr, len * elem_size, elem_align);
+                // As on a GPU: `from` and `alloc` start from zeroed memory, and `to` and
+                // `alloc` results stay "on the device" (the host keeps its data).
+                let copy_in = matches!(kind, OutKind::ToFrom | OutKind::To);
+                let mut stage = Staged::new(ptr, len * elem_size, elem_align, copy_in);
+                stage.commit = matches!(kind, OutKind::ToFrom | OutKind::From);
                 let data = ArgData::SliceMut {
                     ptr: stage.copy,
                     len,
                     elem_size,
                     elem_align,
                     atomic,
+                    kind,
                 };
                 staged.push(stage);
-                KernelArg::new(data)
+                data
             }
-            data => KernelArg::new(data),
-        })
-        .collect();
+            data => data,
+        };
+        staged_args.push(KernelArg::new(data));
+    }
     run_grid(kernel, device, shape, &staged_args)?;
     staged.iter().for_each(Staged::commit);
     Ok(())

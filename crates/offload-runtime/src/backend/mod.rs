@@ -4,7 +4,10 @@
 //! runs kernels in place on host memory.
 
 pub mod cuda;
+mod cuda_staging;
 pub mod host;
+#[cfg(test)]
+pub(crate) mod mock;
 
 use crate::kernel::Kernel;
 use crate::launch::{Limits, Shape};
@@ -81,18 +84,27 @@ pub trait Backend: Send + Sync + 'static {
     /// `ptr` came from this backend's `alloc` and is not used afterwards.
     unsafe fn free(&self, ptr: DevicePtr);
 
-    /// Copy `bytes` host bytes at `src` to `dst`. The host memory may be reused when it returns.
+    /// Copy `bytes` host bytes at `src` to `dst`, ordered after the queued work. The host memory
+    /// may be reused when it returns.
     ///
     /// # Safety
     /// `src..src+bytes` is readable and `dst` holds at least `bytes` bytes.
     unsafe fn copy_to_device(&self, dst: DevicePtr, src: *const u8, bytes: usize) -> Result<()>;
 
-    /// Queue a copy of `bytes` device bytes at `src` to host memory at `dst`; complete once
-    /// `synchronize` returns.
+    /// Queue a copy of `bytes` device bytes at `src` to host memory at `dst`, after the queued
+    /// work; complete once `synchronize` returns (the CUDA plugin completes copies to pageable
+    /// memory on return, through its pinned staging buffers).
     ///
     /// # Safety
-    /// `dst..dst+bytes` stays writable and otherwise unused until `synchronize` returns.
+    /// `dst..dst+bytes` stays writable and otherwise unused until `synchronize` returns, and
+    /// `src` holds at least `bytes` bytes.
     unsafe fn copy_from_device(&self, dst: *mut u8, src: DevicePtr, bytes: usize) -> Result<()>;
+
+    /// Queue setting `bytes` bytes at `dst` to zero.
+    ///
+    /// # Safety
+    /// `dst` holds at least `bytes` bytes.
+    unsafe fn fill_zero(&self, dst: DevicePtr, bytes: usize) -> Result<()>;
 
     /// Queue `kernel`'s entry point from its crate's device images with these parameters.
     fn launch(&self, kernel: &Kernel, shape: Shape, params: &[Param]) -> Result<()>;

@@ -1,7 +1,7 @@
 // A program for rustc nightly's std::offload: two kernels in sequence over fixed-size arrays,
 // inputs by shared reference (copied to the device only), results through raw pointers (copied
-// back). Syntax after library/core/src/offload.md and the tests/codegen-llvm/gpu_offload tests
-// of rust-lang/rust.
+// back). Syntax after library/core/src/offload.md and the offload tests (mir-opt, pretty) of
+// rust-lang/rust.
 // std_originals/ holds the program as written for std::offload. It differs from this one in
 // two lines: its `#![feature(gpu_offload)]` (a comment here: offload builds on stable Rust) and
 // its import.

@@ -1,7 +1,7 @@
 // A program for rustc nightly's std::offload: a generic kernel over a fixed-size array behind a
 // raw pointer, `fn kernel<T: Copy>(x: *mut [T; 256], v: T)`, launched with `offload!`'s defaults
-// (one workgroup of one thread). Syntax after library/core/src/offload.md and the
-// tests/codegen-llvm/gpu_offload tests of rust-lang/rust.
+// (one workgroup of one thread). Syntax after library/core/src/offload.md and the offload
+// tests (mir-opt, pretty) of rust-lang/rust.
 // std_originals/ holds the program as written for std::offload. It differs from this one in
 // two lines: its `#![feature(gpu_offload)]` (a comment here: offload builds on stable Rust) and
 // its import.

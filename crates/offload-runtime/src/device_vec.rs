@@ -1,0 +1,211 @@
+//! `DeviceVec<T>`: an array living in one device's memory, passed to kernels as is (`&v` for a
+//! `&[T]` parameter, `&mut v` for a `&mut [T]` one) with no transfer. Data moves only when asked:
+//! [`DeviceVec::from_slice`], [`DeviceVec::copy_from_host`], [`DeviceVec::copy_to_host`],
+//! [`DeviceVec::to_vec`]. On the host device it is host memory.
+
+use crate::backend::{Backend, DevicePtr};
+use crate::kernel::{ArgData, KernelArg};
+use crate::{trace, Device, Error, Result};
+use offload_kernel::DeviceCopy;
+use std::mem::{align_of, size_of};
+use std::time::Instant;
+
+pub struct DeviceVec<T: DeviceCopy> {
+    device: Device,
+    storage: Storage<T>,
+}
+
+enum Storage<T> {
+    Host(Vec<T>),
+    /// `len` elements at `ptr` (null when empty).
+    Gpu {
+        ptr: DevicePtr,
+        len: usize,
+    },
+}
+
+/// What `Error::OutOfMemory` names when a `DeviceVec` does not fit.
+const DEVICE_VEC: &str = "offload::DeviceVec";
+
+impl<T: DeviceCopy> DeviceVec<T> {
+    /// `len` zeroed elements on `device` (all-zero bytes are a valid `T`: see `DeviceCopy`).
+    pub fn zeroed(device: &Device, len: usize) -> Result<Self> {
+        let storage = match device.offload_backend() {
+            // SAFETY: the `DeviceCopy` contract makes all-zero bytes a valid `T`.
+            None => Storage::Host(vec![unsafe { std::mem::zeroed() }; len]),
+            Some(backend) => {
+                let ptr = gpu_alloc::<T>(backend, len)?;
+                let v = DeviceVec {
+                    device: device.clone(),
+                    storage: Storage::Gpu { ptr, len },
+                };
+                if len > 0 {
+                    // SAFETY: `ptr` holds `len` elements.
+                    unsafe { backend.fill_zero(ptr, len * size_of::<T>())? };
+                }
+                return Ok(v);
+            }
+        };
+        Ok(DeviceVec {
+            device: device.clone(),
+            storage,
+        })
+    }
+
+    /// A device copy of `data` on `device`.
+    pub fn from_slice(device: &Device, data: &[T]) -> Result<Self> {
+        let Some(backend) = device.offload_backend() else {
+            return Ok(DeviceVec {
+                device: device.clone(),
+                storage: Storage::Host(data.to_vec()),
+            });
+        };
+        let ptr = gpu_alloc::<T>(backend, data.len())?;
+        let mut v = DeviceVec {
+            device: device.clone(),
+            storage: Storage::Gpu {
+                ptr,
+                len: data.len(),
+            },
+        };
+        v.copy_from_host(data)?;
+        Ok(v)
+    }
+
+    pub fn len(&self) -> usize {
+        match &self.storage {
+            Storage::Host(v) => v.len(),
+            Storage::Gpu { len, .. } => *len,
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    pub fn device(&self) -> &Device {
+        &self.device
+    }
+
+    fn check_len(&self, other: usize) -> Result<()> {
+        if other == self.len() {
+            return Ok(());
+        }
+        Err(Error::LengthMismatch {
+            what: "DeviceVec copy",
+            expected: self.len(),
+            found: other,
+        })
+    }
+
+    /// Overwrites the elements with `data` (of the same length).
+    pub fn copy_from_host(&mut self, data: &[T]) -> Result<()> {
+        self.check_len(data.len())?;
+        let device_id = self.device.id();
+        match &mut self.storage {
+            Storage::Host(v) => v.copy_from_slice(data),
+            Storage::Gpu { ptr, len } if *len > 0 => {
+                let backend = gpu(&self.device);
+                let (host, bytes) = (data.as_ptr() as *const u8, size_of_val(data));
+                let start = Instant::now();
+                // SAFETY: `ptr` holds `len` elements, as many as `data`.
+                unsafe { backend.copy_to_device(*ptr, host, bytes)? };
+                trace::copy_to_device(device_id, backend.name(), host, bytes, start.elapsed());
+            }
+            Storage::Gpu { .. } => {}
+        }
+        Ok(())
+    }
+
+    /// Copies the elements into `out` (of the same length), after the kernels queued before.
+    pub fn copy_to_host(&self, out: &mut [T]) -> Result<()> {
+        self.check_len(out.len())?;
+        match &self.storage {
+            Storage::Host(v) => out.copy_from_slice(v),
+            Storage::Gpu { ptr, len } if *len > 0 => {
+                let backend = gpu(&self.device);
+                let (host, bytes) = (out.as_mut_ptr() as *mut u8, size_of_val(out));
+                let start = Instant::now();
+                // SAFETY: `ptr` holds `len` elements, as many as `out`.
+                unsafe { backend.copy_from_device(host, *ptr, bytes)? };
+                backend.synchronize()?;
+                trace::copy_from_device(
+                    self.device.id(),
+                    backend.name(),
+                    host,
+                    bytes,
+                    start.elapsed(),
+                );
+            }
+            Storage::Gpu { .. } => {}
+        }
+        Ok(())
+    }
+
+    /// The elements, on the host.
+    pub fn to_vec(&self) -> Result<Vec<T>> {
+        // SAFETY: the `DeviceCopy` contract makes all-zero bytes a valid `T`.
+        let mut out = vec![unsafe { std::mem::zeroed() }; self.len()];
+        self.copy_to_host(&mut out)?;
+        Ok(out)
+    }
+
+    pub(crate) fn kernel_arg<'a>(&self, writable: bool) -> KernelArg<'a> {
+        let addr = match &self.storage {
+            Storage::Host(v) => v.as_ptr() as u64,
+            Storage::Gpu { ptr, .. } => ptr.0,
+        };
+        KernelArg::new(ArgData::Resident {
+            device: self.device.id(),
+            addr,
+            len: self.len(),
+            elem_size: size_of::<T>(),
+            elem_align: align_of::<T>(),
+            writable,
+        })
+    }
+}
+
+impl<T: DeviceCopy> Drop for DeviceVec<T> {
+    fn drop(&mut self) {
+        if let Storage::Gpu { ptr, len } = self.storage {
+            if len > 0 {
+                // SAFETY: allocated by `gpu_alloc`; the release is ordered after the queued
+                // kernels that use it.
+                unsafe { gpu(&self.device).free(ptr) };
+            }
+        }
+    }
+}
+
+impl<T: DeviceCopy + std::fmt::Debug> std::fmt::Debug for DeviceVec<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "DeviceVec<{}>[{}] on {}",
+            std::any::type_name::<T>(),
+            self.len(),
+            self.device.name()
+        )
+    }
+}
+
+fn gpu(device: &Device) -> &dyn Backend {
+    device
+        .offload_backend()
+        .expect("a DeviceVec's storage matches its device")
+}
+
+fn gpu_alloc<T>(backend: &dyn Backend, len: usize) -> Result<DevicePtr> {
+    let bytes = len
+        .checked_mul(size_of::<T>())
+        .ok_or_else(|| Error::OutOfMemory {
+            kernel: DEVICE_VEC,
+            device: backend.name().to_string(),
+            bytes: usize::MAX,
+        })?;
+    if bytes == 0 {
+        return Ok(DevicePtr(0));
+    }
+    backend.alloc(DEVICE_VEC, bytes)
+}

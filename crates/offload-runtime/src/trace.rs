@@ -1,0 +1,317 @@
+//! The transfer trace: every map, unmap and copy between host and device, counted and, with
+//! `OFFLOAD_INFO=1` (in the spirit of `LIBOMPTARGET_INFO`), printed to stderr with its bytes,
+//! direction and time, plus one summary line per launch. While the trace is on, a copy to the
+//! device of bytes the device already holds (the same host range with the same contents, sent
+//! or fetched before with no host write since) is reported as redundant.
+//!
+//! The counters are always kept, process-wide ([`counters`]) and per thread ([`thread_counters`],
+//! which tests use: what one thread moved does not depend on what others do meanwhile).
+
+use std::cell::Cell;
+use std::collections::HashMap;
+use std::ops::Sub;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
+use std::sync::{Mutex, OnceLock};
+use std::time::Duration;
+
+/// What moved between host and devices. Differences of two snapshots (`after - before`) count
+/// what happened in between.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Counters {
+    pub bytes_to_device: u64,
+    pub bytes_from_device: u64,
+    pub copies_to_device: u64,
+    pub copies_from_device: u64,
+    /// Host data given a device copy (a data region's map, or a launch argument not present).
+    pub maps: u64,
+    /// Device copies of host data released (the final unmap).
+    pub unmaps: u64,
+    /// Maps and launch arguments that found their data present and only raised its count.
+    pub present_hits: u64,
+    /// Copies to the device of bytes it already held (counted only while the trace is on).
+    pub redundant_copies: u64,
+    pub launches: u64,
+}
+
+impl Sub for Counters {
+    type Output = Counters;
+    fn sub(self, before: Counters) -> Counters {
+        Counters {
+            bytes_to_device: self.bytes_to_device - before.bytes_to_device,
+            bytes_from_device: self.bytes_from_device - before.bytes_from_device,
+            copies_to_device: self.copies_to_device - before.copies_to_device,
+            copies_from_device: self.copies_from_device - before.copies_from_device,
+            maps: self.maps - before.maps,
+            unmaps: self.unmaps - before.unmaps,
+            present_hits: self.present_hits - before.present_hits,
+            redundant_copies: self.redundant_copies - before.redundant_copies,
+            launches: self.launches - before.launches,
+        }
+    }
+}
+
+/// One counter, in the process-wide atomics and this thread's copy.
+#[derive(Clone, Copy)]
+enum Field {
+    BytesTo,
+    BytesFrom,
+    CopiesTo,
+    CopiesFrom,
+    Maps,
+    Unmaps,
+    PresentHits,
+    Redundant,
+    Launches,
+}
+
+const FIELDS: usize = 9;
+
+static GLOBAL: [AtomicU64; FIELDS] = [const { AtomicU64::new(0) }; FIELDS];
+
+thread_local! {
+    static THREAD: Cell<[u64; FIELDS]> = const { Cell::new([0; FIELDS]) };
+}
+
+fn add(field: Field, n: u64) {
+    GLOBAL[field as usize].fetch_add(n, Relaxed);
+    THREAD.with(|t| {
+        let mut v = t.get();
+        v[field as usize] += n;
+        t.set(v);
+    });
+}
+
+fn snapshot(v: [u64; FIELDS]) -> Counters {
+    Counters {
+        bytes_to_device: v[Field::BytesTo as usize],
+        bytes_from_device: v[Field::BytesFrom as usize],
+        copies_to_device: v[Field::CopiesTo as usize],
+        copies_from_device: v[Field::CopiesFrom as usize],
+        maps: v[Field::Maps as usize],
+        unmaps: v[Field::Unmaps as usize],
+        present_hits: v[Field::PresentHits as usize],
+        redundant_copies: v[Field::Redundant as usize],
+        launches: v[Field::Launches as usize],
+    }
+}
+
+/// Everything every thread of the process moved so far.
+pub fn counters() -> Counters {
+    snapshot(std::array::from_fn(|i| GLOBAL[i].load(Relaxed)))
+}
+
+/// Everything the calling thread moved so far.
+pub fn thread_counters() -> Counters {
+    snapshot(THREAD.with(Cell::get))
+}
+
+static FORCED: AtomicBool = AtomicBool::new(false);
+
+/// Turn the printed trace and the redundant-copy check on from code (as `OFFLOAD_INFO=1` does).
+pub fn enable() {
+    FORCED.store(true, Relaxed);
+}
+
+/// Whether the trace prints and checks for redundant copies.
+pub fn enabled() -> bool {
+    static FROM_ENV: OnceLock<bool> = OnceLock::new();
+    FORCED.load(Relaxed)
+        || *FROM_ENV
+            .get_or_init(|| std::env::var("OFFLOAD_INFO").is_ok_and(|v| !v.is_empty() && v != "0"))
+}
+
+fn print(line: std::fmt::Arguments<'_>) {
+    use std::io::Write;
+    // Straight to stderr in one write, so that lines of concurrent threads do not interleave.
+    let _ = std::io::stderr().write_all(format!("offload: {line}\n").as_bytes());
+}
+
+fn rate(bytes: usize, time: Duration) -> String {
+    let secs = time.as_secs_f64();
+    if secs > 0.0 {
+        format!("{:.1} GB/s", bytes as f64 / secs / 1e9)
+    } else {
+        "-".to_string()
+    }
+}
+
+/// Host data got a device copy (`kind`: to, from, tofrom, alloc).
+pub(crate) fn map(device: &str, kind: &str, host: usize, bytes: usize) {
+    add(Field::Maps, 1);
+    if enabled() {
+        print(format_args!(
+            "map    {kind:<6} {bytes:>12} B  host {host:#x} on {device}"
+        ));
+    }
+}
+
+/// A map or launch argument found its data present.
+pub(crate) fn present(device: &str, host: usize, bytes: usize, refs: usize) {
+    add(Field::PresentHits, 1);
+    if enabled() {
+        print(format_args!(
+            "present       {bytes:>12} B  host {host:#x} on {device} (count {refs})"
+        ));
+    }
+}
+
+/// The final unmap released host data's device copy.
+pub(crate) fn unmap(device: &str, host: usize, bytes: usize) {
+    add(Field::Unmaps, 1);
+    if enabled() {
+        print(format_args!(
+            "unmap         {bytes:>12} B  host {host:#x} on {device}"
+        ));
+    }
+}
+
+/// Digest of the bytes last moved, by (device id, host address, bytes).
+type Contents = HashMap<(usize, usize, usize), u64>;
+
+/// Last contents seen on each device for each host range, while the trace is on.
+fn device_contents() -> &'static Mutex<Contents> {
+    static SEEN: OnceLock<Mutex<Contents>> = OnceLock::new();
+    SEEN.get_or_init(Default::default)
+}
+
+/// A fast 64-bit digest of `bytes` (four independent multiply-rotate lanes), to recognise bytes
+/// sent again unchanged. Only computed while the trace is on.
+fn digest(bytes: &[u8]) -> u64 {
+    const K: u64 = 0x9E37_79B9_7F4A_7C15;
+    let mut lanes = [1u64, 2, 3, 4];
+    let mut chunks = bytes.chunks_exact(32);
+    for chunk in &mut chunks {
+        for (lane, word) in lanes.iter_mut().zip(chunk.chunks_exact(8)) {
+            let w = u64::from_le_bytes(word.try_into().expect("8 bytes"));
+            *lane = (*lane ^ w).wrapping_mul(K).rotate_left(29);
+        }
+    }
+    let mut h = bytes.len() as u64;
+    for (i, b) in chunks.remainder().iter().enumerate() {
+        h ^= (*b as u64) << ((i % 8) * 8);
+        h = h.wrapping_mul(K);
+    }
+    lanes
+        .iter()
+        .fold(h, |acc, lane| (acc ^ lane).wrapping_mul(K).rotate_left(31))
+}
+
+/// `bytes` host bytes at `host` were copied to device `device_id`.
+pub(crate) fn copy_to_device(
+    device_id: usize,
+    device: &str,
+    host: *const u8,
+    bytes: usize,
+    time: Duration,
+) {
+    add(Field::BytesTo, bytes as u64);
+    add(Field::CopiesTo, 1);
+    if !enabled() {
+        return;
+    }
+    print(format_args!(
+        "copy   to     {bytes:>12} B  host {:#x} -> {device} in {:.3} ms ({})",
+        host as usize,
+        time.as_secs_f64() * 1e3,
+        rate(bytes, time)
+    ));
+    // SAFETY: the caller just copied these bytes; they are readable.
+    let sum = digest(unsafe { std::slice::from_raw_parts(host, bytes) });
+    let key = (device_id, host as usize, bytes);
+    let mut seen = device_contents().lock().unwrap_or_else(|p| p.into_inner());
+    if seen.insert(key, sum) == Some(sum) {
+        add(Field::Redundant, 1);
+        print(format_args!(
+            "WARNING: {bytes} B at host {:#x} went to {device} again, unchanged since they last \
+             moved: map them in a data region (offload::region) to move them once",
+            host as usize
+        ));
+    }
+}
+
+/// `bytes` device bytes were copied to host memory at `host` from device `device_id`.
+pub(crate) fn copy_from_device(
+    device_id: usize,
+    device: &str,
+    host: *const u8,
+    bytes: usize,
+    time: Duration,
+) {
+    add(Field::BytesFrom, bytes as u64);
+    add(Field::CopiesFrom, 1);
+    if !enabled() {
+        return;
+    }
+    print(format_args!(
+        "copy   from   {bytes:>12} B  host {:#x} <- {device} in {:.3} ms ({})",
+        host as usize,
+        time.as_secs_f64() * 1e3,
+        rate(bytes, time)
+    ));
+    // SAFETY: the caller just wrote these bytes; they are readable.
+    let sum = digest(unsafe { std::slice::from_raw_parts(host, bytes) });
+    device_contents()
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .insert((device_id, host as usize, bytes), sum);
+}
+
+/// What one launch moved, for its summary line.
+#[derive(Default)]
+pub(crate) struct LaunchSummary {
+    pub present: usize,
+    pub copied: usize,
+    pub resident: usize,
+}
+
+/// The summary line of a launch on a GPU.
+pub(crate) fn launch(report: &crate::LaunchReport, summary: &LaunchSummary) {
+    add(Field::Launches, 1);
+    if enabled() {
+        print(format_args!(
+            "launch {} on {}: slices {} present, {} copied, {} device-resident; {} B to device, \
+             {} B from device; to {:.3} ms, kernel {:.3} ms, from {:.3} ms",
+            report.kernel,
+            report.device,
+            summary.present,
+            summary.copied,
+            summary.resident,
+            report.bytes_to_device,
+            report.bytes_from_device,
+            report.time_to_device.as_secs_f64() * 1e3,
+            report.kernel_time.as_secs_f64() * 1e3,
+            report.time_from_device.as_secs_f64() * 1e3,
+        ));
+    }
+}
+
+/// The summary line of a host-backend launch (kernels work on host memory in place).
+pub(crate) fn host_launch(report: &crate::LaunchReport) {
+    add(Field::Launches, 1);
+    if enabled() {
+        print(format_args!(
+            "launch {} on {}: in host memory, nothing moved; kernel {:.3} ms",
+            report.kernel,
+            report.device,
+            report.kernel_time.as_secs_f64() * 1e3,
+        ));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn digest_tells_contents_apart() {
+        let a: Vec<u8> = (0..1000u32).map(|i| (i * 7) as u8).collect();
+        let mut b = a.clone();
+        assert_eq!(digest(&a), digest(&b));
+        b[999] ^= 1;
+        assert_ne!(digest(&a), digest(&b));
+        b[999] ^= 1;
+        b[3] ^= 0x80;
+        assert_ne!(digest(&a), digest(&b));
+        assert_ne!(digest(&a[..999]), digest(&a[..998]));
+    }
+}
