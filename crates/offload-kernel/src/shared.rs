@@ -144,10 +144,7 @@ macro_rules! shared {
         #[cfg(target_arch = "nvptx64")]
         let ptr: *mut u8 = {
             extern "C" {
-                #[link_name = ::core::concat!(
-                                                "__offload_shared_", ::core::module_path!(), "_",
-                                                ::core::line!(), "_", ::core::column!()
-                                            )]
+                #[link_name = $crate::__offload_shared_symbol!()]
                 static mut __OFFLOAD_SHARED: [u8; __OFFLOAD_SHARED_BYTES];
             }
             // SAFETY: only the address is taken.
@@ -164,4 +161,20 @@ macro_rules! shared {
         // SAFETY: the block's own `[$t; $n]` of shared memory, 16-byte aligned.
         unsafe { $crate::SharedSlice::<$t>::from_raw(ptr as *mut $t, $n) }
     }};
+}
+
+/// The symbol of one `shared!` array: unique per use of the macro (crate, module, line, column).
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __offload_shared_symbol {
+    () => {
+        ::core::concat!(
+            "__offload_shared_",
+            ::core::module_path!(),
+            "_",
+            ::core::line!(),
+            "_",
+            ::core::column!()
+        )
+    };
 }
