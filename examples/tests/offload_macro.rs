@@ -80,3 +80,39 @@ fn out_of_range_device_is_no_device_and_leaves_data() {
     }
     assert_eq!(y, before);
 }
+
+/// `dyn_cache` is the launch's dynamic shared memory: the kernel reverses each block of 64
+/// through it, and too much of it is an error naming the device's limit.
+#[test]
+fn dyn_cache_is_dynamic_shared_memory() {
+    let host = host_index();
+    let x: Vec<f32> = (0..200).map(|i| i as f32).collect();
+    let mut out = vec![0.0f32; 200];
+    offload::offload! {
+        kernel = kernels::block::reverse_chunks_dynamic,
+        workgroup_dim = [2, 1, 1],
+        thread_dim = [64, 1, 1],
+        dyn_cache = 64 * 4,
+        device = host,
+        args = (&x, &mut out),
+    }
+    .unwrap();
+    let expected: Vec<f32> = x.chunks(64).flat_map(|c| c.iter().rev().copied()).collect();
+    assert_eq!(out, expected);
+    let too_much = offload::offload! {
+        kernel = kernels::block::reverse_chunks_dynamic,
+        thread_dim = [64, 1, 1],
+        dyn_cache = 1 << 20,
+        device = host,
+        args = (&x, &mut out),
+    };
+    match too_much {
+        Err(Error::InvalidLaunch { reason, .. }) => {
+            assert!(
+                reason.contains("exceed the device limit of 49152 bytes"),
+                "{reason}"
+            )
+        }
+        other => panic!("expected InvalidLaunch, got {other:?}"),
+    }
+}

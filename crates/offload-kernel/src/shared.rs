@@ -57,6 +57,7 @@ impl<T: Copy> SharedSlice<T> {
     /// Element `i` was written by this block, and no other thread writes it between the last
     /// barrier and the next one (see the module docs).
     #[inline(always)]
+    #[track_caller]
     pub unsafe fn read(&self, i: usize) -> T {
         assert!(i < self.len, "shared index out of bounds");
         // SAFETY: in bounds; no racing write per the caller's contract.
@@ -68,6 +69,7 @@ impl<T: Copy> SharedSlice<T> {
     /// # Safety
     /// No other thread reads or writes element `i` between the last barrier and the next one.
     #[inline(always)]
+    #[track_caller]
     pub unsafe fn write(&self, i: usize, value: T) {
         assert!(i < self.len, "shared index out of bounds");
         // SAFETY: in bounds; no racing access per the caller's contract.
@@ -78,6 +80,7 @@ impl<T: Copy> SharedSlice<T> {
     /// (bounds-checked). Safe: no two threads of a block have the same slot; the threads that read
     /// it afterwards (with [`read`](Self::read)) carry the duty to synchronise first.
     #[inline(always)]
+    #[track_caller]
     pub fn write_mine(&self, value: T) {
         let mine = crate::thread_idx().linear_in(crate::block_dim());
         assert!(mine < self.len, "shared index out of bounds");
@@ -141,10 +144,7 @@ macro_rules! shared {
         #[cfg(target_arch = "nvptx64")]
         let ptr: *mut u8 = {
             extern "C" {
-                #[link_name = ::core::concat!(
-                                                "__offload_shared_", ::core::module_path!(), "_",
-                                                ::core::line!(), "_", ::core::column!()
-                                            )]
+                #[link_name = $crate::__offload_shared_symbol!()]
                 static mut __OFFLOAD_SHARED: [u8; __OFFLOAD_SHARED_BYTES];
             }
             // SAFETY: only the address is taken.
@@ -161,4 +161,20 @@ macro_rules! shared {
         // SAFETY: the block's own `[$t; $n]` of shared memory, 16-byte aligned.
         unsafe { $crate::SharedSlice::<$t>::from_raw(ptr as *mut $t, $n) }
     }};
+}
+
+/// The symbol of one `shared!` array: unique per use of the macro (crate, module, line, column).
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __offload_shared_symbol {
+    () => {
+        ::core::concat!(
+            "__offload_shared_",
+            ::core::module_path!(),
+            "_",
+            ::core::line!(),
+            "_",
+            ::core::column!()
+        )
+    };
 }

@@ -44,7 +44,7 @@ pub fn kernel(attr: TokenStream, item: TokenStream) -> TokenStream {
 ///     kernel = kernels::saxpy,      // an #[offload::kernel] function
 ///     workgroup_dim = [4096, 1, 1], // blocks in the grid (default [1, 1, 1])
 ///     thread_dim = [256, 1, 1],     // threads per block (default [1, 1, 1])
-///     dyn_cache = 0,                // dynamic shared memory: only 0 is supported
+///     dyn_cache = 0,                // bytes of dynamic shared memory per block, a u32 (default 0)
 ///     device = 0,                   // index into offload::devices() (default: the default device)
 ///     args = (2.0f32, &x, &mut y),  // the kernel's arguments, as a tuple
 /// }

@@ -10,7 +10,7 @@ use quote::{format_ident, quote, quote_spanned};
 use syn::parse::{Parse, ParseStream};
 use syn::punctuated::Punctuated;
 use syn::spanned::Spanned;
-use syn::{Error, Expr, ExprLit, Ident, Lit, PathArguments, Result, Token};
+use syn::{Error, Expr, Ident, PathArguments, Result, Token};
 
 const FIELDS: &str = "kernel, args, workgroup_dim, thread_dim, dyn_cache, device";
 
@@ -119,9 +119,8 @@ fn expand_flavor(input: TokenStream, flavor: Flavor) -> Result<TokenStream> {
             ))
         }
     };
-    if let Some(dyn_cache) = &f.dyn_cache {
-        check_dyn_cache(dyn_cache)?;
-    }
+    // Bytes of dynamic shared memory per block (a u32), as `Launch::dynamic_shared`.
+    let dyn_cache = f.dyn_cache.map_or(quote! { 0u32 }, |d| quote! { #d });
     // std::offload's defaults: one workgroup of one thread.
     let grid = dim("workgroup_dim", f.workgroup_dim)?;
     let block = dim("thread_dim", f.thread_dim)?;
@@ -137,7 +136,7 @@ fn expand_flavor(input: TokenStream, flavor: Flavor) -> Result<TokenStream> {
     let check = quote_spanned! {args_span=> const _: () = #kernel::__offload_check_arity(#given); };
     let call = match flavor {
         Flavor::Result => quote_spanned! {args_span=>
-            { #check #launcher(#launch.grid(#grid).block(#block), #(#args),*) }
+            { #check #launcher(#launch.grid(#grid).block(#block).dynamic_shared(#dyn_cache), #(#args),*) }
         },
         Flavor::Std => {
             // The arguments are evaluated outside the `unsafe` block, so that it covers the
@@ -152,7 +151,7 @@ fn expand_flavor(input: TokenStream, flavor: Flavor) -> Result<TokenStream> {
                 // SAFETY: std::offload's contract, which programs written for it keep: each raw
                 // pointer argument points to a live, aligned value that nothing else touches
                 // during the launch.
-                let __offload_result = unsafe { #launcher(#launch.grid(#grid).block(#block), #(#temps),*) };
+                let __offload_result = unsafe { #launcher(#launch.grid(#grid).block(#block).dynamic_shared(#dyn_cache), #(#temps),*) };
                 __offload_result
             } }
         }
@@ -176,19 +175,6 @@ fn expand_flavor(input: TokenStream, flavor: Flavor) -> Result<TokenStream> {
             }
         }},
     })
-}
-
-/// Dynamic shared memory is not implemented by the runtime, so only 0 is accepted.
-fn check_dyn_cache(value: &Expr) -> Result<()> {
-    match value {
-        Expr::Lit(ExprLit {
-            lit: Lit::Int(n), ..
-        }) if n.base10_parse::<u64>().ok() == Some(0) => Ok(()),
-        other => Err(Error::new_spanned(
-            other,
-            "dyn_cache (dynamic shared memory) is not supported yet; use 0",
-        )),
-    }
 }
 
 /// A `[x, y, z]` launch dimension as a `[u32; 3]` expression; absent is `[1, 1, 1]`.

@@ -63,14 +63,15 @@ pub fn block_sum(x: &[f32], partial: &mut [f32]) {
     // Two independent 16-byte loads per iteration keep more reads in flight.
     while i + stride < body.len() {
         let (a, b) = (body[i].0, body[i + stride].0);
-        for ((acc, a), b) in acc.iter_mut().zip(a).zip(b) {
-            *acc += a + b;
+        for (k, acc) in acc.iter_mut().enumerate() {
+            *acc += a[k] + b[k];
         }
         i += 2 * stride;
     }
     if i < body.len() {
-        for (acc, a) in acc.iter_mut().zip(body[i].0) {
-            *acc += a;
+        let a = body[i].0;
+        for (k, acc) in acc.iter_mut().enumerate() {
+            *acc += a[k];
         }
     }
     let mut mine = (acc[0] + acc[1]) + (acc[2] + acc[3]);
@@ -123,7 +124,7 @@ pub const SGEMM_THREADS: u32 = 256;
 /// an 8 × 8 block of `C` in registers and reads its operands from shared memory as `ld.v4`. The
 /// next slices are loaded into registers while the current ones are used. Launch with a grid of
 /// (n / 128, m / 128) blocks of 256 threads; m and n must be multiples of 128 and k of 8 (any
-/// other shape panics). Multiply-adds are fused (`math::mul_add`), in the same order on every
+/// other shape, or matrices not 16-byte aligned, panic). Multiply-adds are fused (`math::mul_add`), in the same order on every
 /// backend.
 #[offload::kernel]
 pub fn sgemm(dims: GemmDims, a: &[f32], b: &[f32], c: &mut [f32]) {
@@ -135,12 +136,14 @@ pub fn sgemm(dims: GemmDims, a: &[f32], b: &[f32], c: &mut [f32]) {
         "sgemm needs m and n multiples of 128 and k of 8"
     );
     assert!(a.len() >= m * k && b.len() >= k * n && c.len() >= m * n);
-    assert!(block_dim().count() == SGEMM_THREADS as u64);
+    assert!(block_dim().x == SGEMM_THREADS && block_dim().count() == SGEMM_THREADS as u64);
     // As[d][row]: the A slice transposed, so that a thread's 8 rows are two 16-byte reads.
     let a_tile = offload::shared!([F32x4; DEPTH * TILE / 4]);
     // Bs[d][col].
     let b_tile = offload::shared!([F32x4; DEPTH * TILE / 4]);
     let t = thread_idx().x as usize;
+    // Known to hold (256 threads in x); stated so that the compiler drops the index checks below.
+    assert!(t < SGEMM_THREADS as usize);
     let (tx, ty) = (t % 16, t / 16);
     let (row0, col0) = (block_idx().y as usize * TILE, block_idx().x as usize * TILE);
     // SAFETY: F32x4 is four f32 with a stricter alignment; align_to only yields aligned chunks.
@@ -158,29 +161,30 @@ pub fn sgemm(dims: GemmDims, a: &[f32], b: &[f32], c: &mut [f32]) {
     let load = |d0: usize| {
         (
             a4[((row0 + a_row) * k + d0 + a_d) / 4].0,
-            b4[((d0 + b_d) * n + col0 + b_col) / 4],
+            b4[((d0 + b_d) * n + col0 + b_col) / 4].0,
         )
     };
-    let stage = |(av, bv): ([f32; 4], F32x4)| {
+    let stage = |(av, bv): ([f32; 4], [f32; 4])| {
         let a_scalar = a_tile.as_ptr() as *mut f32;
         for (j, v) in av.iter().enumerate() {
             // SAFETY: element (a_d + j, a_row) of As is written by this thread only, between
             // barriers that keep every reader away.
             unsafe { a_scalar.add((a_d + j) * TILE + a_row).write(*v) };
         }
-        // SAFETY: as above, for element (b_d, b_col / 4) of Bs.
-        unsafe { b_tile.write((b_d * TILE + b_col) / 4, bv) };
+        let b_scalar = b_tile.as_ptr() as *mut f32;
+        for (j, v) in bv.iter().enumerate() {
+            // SAFETY: as above, for element (b_d, b_col + j) of Bs. (Stored element by element:
+            // as one [f32; 4] the value took a detour through local memory.)
+            unsafe { b_scalar.add(b_d * TILE + b_col + j).write(*v) };
+        }
     };
     let mut acc = [[0.0f32; 8]; 8];
     stage(load(0));
     sync_threads();
     let mut d0 = 0;
     while d0 < k {
-        let next = if d0 + DEPTH < k {
-            Some(load(d0 + DEPTH))
-        } else {
-            None
-        };
+        // The next slices (the last ones again at the end, unused: no branch around the loads).
+        let next = load((d0 + DEPTH).min(k - DEPTH));
         for d in 0..DEPTH {
             // SAFETY: the tiles were staged before the last barrier; nobody writes them until
             // the barrier below.
@@ -205,43 +209,30 @@ pub fn sgemm(dims: GemmDims, a: &[f32], b: &[f32], c: &mut [f32]) {
             }
         }
         sync_threads();
-        if let Some(next) = next {
+        if d0 + DEPTH < k {
             stage(next);
         }
         sync_threads();
         d0 += DEPTH;
     }
-    // Thread (tx, ty) owns rows ty*4..+4 and 64+ty*4..+4, and the same split of columns.
-    let rows = |i: usize| {
-        row0 + if i < 4 {
-            ty * 4 + i
-        } else {
-            64 + ty * 4 + i - 4
-        }
-    };
+    // Thread (tx, ty) owns rows ty*4..+4 and 64+ty*4..+4 of the tile, and the same split of
+    // columns: two 16-byte stores per row.
     let c_ptr = c.as_mut_ptr();
-    let c_aligned = c_ptr as usize & 15 == 0;
-    for (i, acc_row) in acc.iter().enumerate() {
-        let base = rows(i) * n + col0;
-        for (half, col) in [(0, base + tx * 4), (4, base + 64 + tx * 4)] {
-            let v = [
-                acc_row[half],
-                acc_row[half + 1],
-                acc_row[half + 2],
-                acc_row[half + 3],
-            ];
-            // SAFETY: these 4 elements of C belong to this thread alone (the tiles of the blocks,
-            // and the 8 x 8 blocks of the threads, do not overlap) and are in bounds (asserts
-            // above); the 16-byte store is used only where `col` (a multiple of 4) is aligned.
-            unsafe {
-                if c_aligned {
-                    (c_ptr.add(col) as *mut F32x4).write(F32x4(v));
-                } else {
-                    for (j, x) in v.iter().enumerate() {
-                        c_ptr.add(col + j).write(*x);
-                    }
-                }
-            }
+    assert!(c_ptr as usize & 15 == 0, "sgemm needs a 16-byte aligned C");
+    for (i, r) in acc.iter().enumerate() {
+        let row = row0
+            + if i < 4 {
+                ty * 4 + i
+            } else {
+                64 + ty * 4 + i - 4
+            };
+        let at = row * n + col0 + tx * 4;
+        // SAFETY: these 8 elements of C belong to this thread alone (the tiles of the blocks, and
+        // the 8 x 8 blocks of the threads, do not overlap); in bounds and 16-byte aligned by the
+        // asserts above (n, col0 and tx * 4 are multiples of 4).
+        unsafe {
+            (c_ptr.add(at) as *mut F32x4).write(F32x4([r[0], r[1], r[2], r[3]]));
+            (c_ptr.add(at + 64) as *mut F32x4).write(F32x4([r[4], r[5], r[6], r[7]]));
         }
     }
 }
