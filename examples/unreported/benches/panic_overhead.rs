@@ -16,8 +16,12 @@ use std::time::{Duration, Instant};
 type Saxpy = fn(Launch<'_>, f32, &[f32], &mut [f32]) -> offload::Result<()>;
 
 const VARIANTS: [(&str, Saxpy); 2] = [
-    ("reported  ", |l, a, x, y| reported::saxpy::launch(l, a, x, y)),
-    ("unreported", |l, a, x, y| unreported::saxpy::launch(l, a, x, y)),
+    ("reported  ", |l, a, x, y| {
+        reported::saxpy::launch(l, a, x, y)
+    }),
+    ("unreported", |l, a, x, y| {
+        unreported::saxpy::launch(l, a, x, y)
+    }),
 ];
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
