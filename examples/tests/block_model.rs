@@ -70,8 +70,7 @@ fn reverse_through_dynamic_shared(device: &Device) {
         block::reverse_chunks_dynamic::launch(launch, &x, &mut out).unwrap();
         assert_eq!(out, reversed_chunks(&x, threads), "on {}", device.name());
     }
-    // None at all: every thread's slot is out of bounds, which is a kernel panic. (All threads
-    // panic before the barrier: whether a GPU counts exited threads as arrived is not assumed.)
+    // None at all: every thread's slot is out of bounds, which is a kernel panic.
     let mut out = vec![0.0; x.len()];
     let launch = Launch::on(device).grid(5).block(128);
     match block::reverse_chunks_dynamic::launch(launch, &x, &mut out) {
@@ -98,6 +97,36 @@ fn too_much_dynamic_shared_is_an_error_naming_the_limit(device: &Device) {
             )
         ),
         other => panic!("expected InvalidLaunch, got {other:?}"),
+    }
+}
+
+/// Threads that returned count as arrived at a barrier: the others go on, and read what the
+/// other remaining threads stored.
+fn barrier_after_early_return(device: &Device) {
+    for block in [2u32, 64, 96, 1024] {
+        let grid = 3u32;
+        let n = (grid * block) as usize;
+        let mut out = vec![u32::MAX; n];
+        block::barrier_after_early_return::launch(
+            Launch::on(device).grid(grid).block(block),
+            &mut out,
+        )
+        .unwrap();
+        let odd = block as usize / 2;
+        for (g, &v) in out.iter().enumerate() {
+            let t = g % block as usize;
+            let expected = if t & 1 == 0 {
+                u32::MAX
+            } else {
+                (((t / 2 + 1) % odd) * 2 + 2) as u32
+            };
+            assert_eq!(
+                v,
+                expected,
+                "element {g}, block {block} on {}",
+                device.name()
+            );
+        }
     }
 }
 
@@ -200,6 +229,11 @@ mod host {
     }
 
     #[test]
+    fn barrier_after_early_return() {
+        super::barrier_after_early_return(&Device::host());
+    }
+
+    #[test]
     fn block_sum_matches_cpu() {
         super::block_sum_matches_cpu(&Device::host());
     }
@@ -271,6 +305,13 @@ mod on_gpu {
             .dynamic_shared(100 * 1024);
         block::reverse_chunks::launch(launch, &x, &mut out).unwrap();
         assert_eq!(out, reversed_chunks(&x, 100));
+    }
+
+    #[test]
+    fn barrier_after_early_return() {
+        if let Some(gpu) = gpu("barrier_after_early_return") {
+            super::barrier_after_early_return(&gpu);
+        }
     }
 
     #[test]

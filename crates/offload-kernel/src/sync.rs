@@ -3,9 +3,10 @@
 /// Wait until every thread of the block reaches a barrier (CUDA's `__syncthreads()`), and make the
 /// shared and global memory writes that each thread made before it visible to the others.
 ///
-/// On the GPU this is `barrier.sync 0`, which counts threads one by one, so calling it from
-/// divergent branches is defined: the block goes on once all of its threads that have not
-/// returned wait at some barrier. The host backend behaves the same way.
+/// On the GPU this is `barrier.sync 0` (not `.aligned`), so calling it from divergent branches is
+/// defined: the block goes on once every thread of it that has not returned waits at a barrier;
+/// threads that returned are not waited for. The host backend behaves the same way (checked by
+/// the `barrier_after_early_return` example on both).
 #[inline(always)]
 pub fn sync_threads() {
     #[cfg(target_arch = "nvptx64")]

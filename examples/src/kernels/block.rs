@@ -46,6 +46,31 @@ fn reverse_through(chunk: SharedSlice<f32>, x: &[f32], out: &mut ThreadSlice<'_,
     }
 }
 
+/// Threads with an even index in the block return at once; the others each store their index + 1
+/// in shared memory, meet at the barrier, and write the value stored by the odd thread two slots
+/// further (wrapping) into `out`, one element per thread of the launch. The barrier waits for the
+/// threads that have not returned only, on a GPU (PTX `barrier.sync`) as on the host backend.
+#[offload::kernel]
+pub fn barrier_after_early_return(out: &mut [u32]) {
+    let slots = offload::shared!([u32; 1024]);
+    let n = block_dim().count() as usize;
+    let t = thread_idx().linear_in(block_dim());
+    if t & 1 == 0 {
+        return;
+    }
+    slots.write_mine(t as u32 + 1);
+    sync_threads();
+    // The odd slot two further, wrapping over the odd slots below n.
+    let odd = n / 2;
+    let from = ((t / 2 + 1) % odd) * 2 + 1;
+    let g = global_id();
+    if g < out.len() {
+        // SAFETY: slot `from` (odd) was written before the barrier and is not written again;
+        // element g of `out` is this thread's alone.
+        unsafe { *out.at(g) = slots.read(from) };
+    }
+}
+
 /// Sums `x` into one partial sum per block: `partial[b]` is block `b`'s sum (`partial` holds one
 /// element per block). Each thread accumulates a grid-stride share of `x` in 16-byte loads, then
 /// the block adds its threads' sums in shared memory. Sum the partials for the total. For a
