@@ -60,6 +60,7 @@ fn divergent_warp_operation_is_an_error() {
 }
 host_test!(
     in streams: two_streams_give_the_cpu_result,
+    device_slices_chain_kernels_on_streams,
     events_order_and_time_streams,
     panic_on_a_stream_is_an_error,
 );

@@ -267,13 +267,14 @@ fn expand_host(
             }
         })
         .collect();
-    // The same, with every slice and reference borrowed for the stream's scope `'s`.
+    // The same, with everything borrowed for the stream's scope `'s`.
     let enqueue_inputs = params.iter().map(|p| {
         let (n, ty, elem) = (&p.name, &p.ty, &p.elem);
         match p.passing {
             Passing::Value | Passing::PtrConst | Passing::PtrMut => quote! { #n: #ty },
-            Passing::Slice => quote! { #n: &'s [#elem] },
-            Passing::SliceMut | Passing::Atomic => quote! { #n: &'s mut [#elem] },
+            Passing::Slice => quote! { #n: impl ::offload::map::InArg<#elem> + 's },
+            Passing::SliceMut => quote! { #n: impl ::offload::map::OutArg<#elem> + 's },
+            Passing::Atomic => quote! { #n: &'s mut [#elem] },
             Passing::Ref => quote! { #n: &'s #elem },
         }
     });
@@ -441,8 +442,8 @@ fn expand_host(
                 ::offload::__private::launch(#kernel_ref, launch, &mut args)
             }
 
-            /// Queue on `stream` and return at once; the slices stay borrowed until the stream's
-            /// scope ends (see `offload::scope`).
+            /// Queue on `stream` and return at once; what it is given stays borrowed until the
+            /// stream's scope ends (see `offload::scope`).
             #(#[doc = #enqueue_contract])*
             #[allow(clippy::too_many_arguments, clippy::multiple_bound_locations)]
             pub #unsafety fn enqueue #enqueue_generics (

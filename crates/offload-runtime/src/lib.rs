@@ -8,6 +8,7 @@
 
 pub mod backend;
 mod device;
+mod device_slice;
 mod device_vec;
 mod error;
 mod image;
@@ -24,6 +25,7 @@ mod transfer;
 
 pub use backend::{BackendKind, MemoryInfo};
 pub use device::{default_device, devices, Device};
+pub use device_slice::DeviceSlice;
 pub use device_vec::DeviceVec;
 pub use error::{Error, Result};
 pub use image::{DeviceImage, ImageFormat, ImageSet};

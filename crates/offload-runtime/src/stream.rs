@@ -19,13 +19,16 @@
 //! the one that reports it. The host device runs each launch when it is queued, so its streams are already
 //! complete when a call returns.
 
-use crate::backend::{Backend, QueueEvent};
+use crate::backend::{Backend, DevicePtr, Param, QueueEvent};
 use crate::device::Device;
-use crate::kernel::{ArgData, Kernel, KernelArg};
+use crate::device_slice::{DeviceSlice, ScopeAllocation};
+use crate::kernel::{ArgData, Kernel, KernelArg, OutKind};
 use crate::launch::Launch;
 use crate::report::LaunchReport;
 use crate::{Error, Result};
+use offload_kernel::DeviceCopy;
 use std::marker::PhantomData;
+use std::mem::{align_of, size_of, size_of_val};
 use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -48,6 +51,8 @@ pub fn scope<'env, R>(
         .iter()
         .map(|q| q.synchronize())
         .fold(Ok(()), Result::and);
+    // Only now, with every stream drained, may device slices go.
+    drop(queues);
     match outcome {
         Err(panic) => resume_unwind(panic),
         Ok(Err(e)) => Err(e),
@@ -75,6 +80,7 @@ impl<'scope> StreamScope<'scope, '_> {
             device: device.clone(),
             backend,
             launched: Mutex::new(Vec::new()),
+            allocations: Mutex::new(Vec::new()),
         });
         self.queues
             .lock()
@@ -100,6 +106,9 @@ struct Queue {
     backend: Option<Arc<dyn Backend>>,
     /// Kernels queued since the last synchronization: whose panic records to read then.
     launched: Mutex<Vec<&'static Kernel>>,
+    /// Memory of the device slices this stream made, released when the scope drops the queue
+    /// (after waiting for every stream of the scope).
+    allocations: Mutex<Vec<ScopeAllocation>>,
 }
 
 impl Queue {
@@ -145,7 +154,7 @@ impl Queue {
     }
 }
 
-impl Stream<'_> {
+impl<'scope> Stream<'scope> {
     pub fn device(&self) -> &Device {
         &self.queue.device
     }
@@ -154,6 +163,125 @@ impl Stream<'_> {
     /// panicked or faulted.
     pub fn synchronize(&self) -> Result<()> {
         self.queue.synchronize()
+    }
+
+    /// Device memory holding a copy of `src`, queued on this stream. From a
+    /// [`crate::PinnedVec`] the copy runs asynchronously; from ordinary memory it is staged.
+    pub fn upload<T: DeviceCopy>(&self, src: &'scope [T]) -> Result<DeviceSlice<'scope, T>> {
+        let slice = self.alloc_zeroed_unqueued::<T>(src.len(), false, "offload::Stream::upload")?;
+        if let (Some(queue), false) = (&self.queue.backend, src.is_empty()) {
+            // SAFETY: the slice holds `src.len()` elements; `src` is borrowed for the scope,
+            // which waits for the copy.
+            unsafe {
+                queue.copy_to_device(
+                    DevicePtr(slice.addr),
+                    src.as_ptr() as *const u8,
+                    size_of_val(src),
+                )?
+            };
+        } else if !src.is_empty() {
+            // SAFETY: host memory of `src.len()` elements, fresh, so not overlapping `src`.
+            unsafe { std::ptr::copy_nonoverlapping(src.as_ptr(), slice.addr as *mut T, src.len()) };
+        }
+        Ok(slice)
+    }
+
+    /// `len` zeroed elements of device memory, zeroed in order on this stream.
+    pub fn alloc_zeroed<T: DeviceCopy>(&self, len: usize) -> Result<DeviceSlice<'scope, T>> {
+        self.alloc_zeroed_unqueued(len, true, "offload::Stream::alloc_zeroed")
+    }
+
+    /// A device slice of `len` elements; zeroed on the queue when `zero` (host memory is always
+    /// zeroed).
+    fn alloc_zeroed_unqueued<T: DeviceCopy>(
+        &self,
+        len: usize,
+        zero: bool,
+        what: &'static str,
+    ) -> Result<DeviceSlice<'scope, T>> {
+        let device_id = self.queue.device.id();
+        let bytes = len * size_of::<T>();
+        if bytes == 0 {
+            return Ok(DeviceSlice::new(device_id, 0, len));
+        }
+        let allocation = match &self.queue.backend {
+            Some(queue) => {
+                let ptr = queue.alloc(what, bytes)?;
+                let allocation = ScopeAllocation::Gpu(queue.clone(), ptr);
+                if zero {
+                    // SAFETY: `ptr` holds `bytes`.
+                    unsafe { queue.fill_zero(ptr, bytes)? };
+                }
+                allocation
+            }
+            None => ScopeAllocation::host(bytes, align_of::<T>()),
+        };
+        let addr = allocation.addr();
+        self.queue
+            .allocations
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(allocation);
+        Ok(DeviceSlice::new(device_id, addr, len))
+    }
+
+    /// Queue a copy of `src` (of this stream's device) into `dst` (same length), which holds the
+    /// data once the stream has been synchronized (at the latest when the scope ends). To a
+    /// [`crate::PinnedVec`] it runs asynchronously; to ordinary memory it is staged.
+    pub fn download<T: DeviceCopy>(
+        &self,
+        src: DeviceSlice<'scope, T>,
+        dst: &'scope mut [T],
+    ) -> Result<()> {
+        let device = &self.queue.device;
+        if src.device_id != device.id() {
+            return Err(Error::WrongDevice {
+                kernel: "offload::Stream::download",
+                device: device.name().to_string(),
+                resident_on: Device::by_id(src.device_id)
+                    .map_or("another device".to_string(), |d| d.name().to_string()),
+            });
+        }
+        if src.len() != dst.len() {
+            return Err(Error::LengthMismatch {
+                what: "Stream::download",
+                expected: src.len(),
+                found: dst.len(),
+            });
+        }
+        if dst.is_empty() {
+            return Ok(());
+        }
+        match &self.queue.backend {
+            // SAFETY: `src` holds `dst.len()` elements; `dst` is borrowed for the scope, which
+            // waits for the copy.
+            Some(queue) => unsafe {
+                queue.copy_from_device(
+                    dst.as_mut_ptr() as *mut u8,
+                    DevicePtr(src.addr),
+                    size_of_val(dst),
+                )
+            },
+            None => {
+                // SAFETY: host memory of `dst.len()` elements owned by the scope; `dst` is a
+                // distinct `&mut` borrow, so they do not overlap.
+                unsafe {
+                    std::ptr::copy_nonoverlapping(src.addr as *const T, dst.as_mut_ptr(), dst.len())
+                };
+                Ok(())
+            }
+        }
+    }
+
+    /// Order the work queued from now on after the work queued on the device's own queue (where
+    /// `DeviceVec`s and data regions allocate and copy).
+    fn after_device_queue(&self) -> Result<()> {
+        if let (Some(queue), Some(device)) =
+            (&self.queue.backend, self.queue.device.offload_backend())
+        {
+            queue.wait_event(&*device.record_event()?)?;
+        }
+        Ok(())
     }
 
     /// A mark after the work queued so far.
@@ -245,7 +373,15 @@ pub fn enqueue(
     };
     let backend = &**backend;
     let mut buffers = Vec::with_capacity(args.len());
-    let queued = queue_launch(backend, kernel, shape, args, &mut buffers, &mut report);
+    let queued = queue_launch(
+        stream,
+        backend,
+        kernel,
+        shape,
+        args,
+        &mut buffers,
+        &mut report,
+    );
     for ptr in buffers {
         // SAFETY: allocated above on this queue; the release is ordered after the work queued
         // on it, which is the only user of the buffer.
@@ -263,57 +399,103 @@ pub fn enqueue(
 }
 
 /// Queue the copies in, the kernel and the copies back; `buffers` gets every allocation, to be
-/// released by the caller whatever happens.
+/// released by the caller whatever happens. Map kinds are honoured as by a plain launch, except
+/// that data regions are not consulted: host slices are copied for the launch, and `present(..)`
+/// is refused (pass the region's mapped handle instead).
 fn queue_launch(
+    stream: &Stream<'_>,
     backend: &dyn Backend,
-    kernel: &Kernel,
+    kernel: &'static Kernel,
     shape: crate::launch::Shape,
     args: &[KernelArg<'_>],
-    buffers: &mut Vec<crate::backend::DevicePtr>,
+    buffers: &mut Vec<DevicePtr>,
     report: &mut LaunchReport,
 ) -> Result<()> {
-    use crate::backend::{DevicePtr, Param};
+    let device = &stream.queue.device;
     let mut params = Vec::with_capacity(args.len() * 2);
     let mut copy_back = Vec::new();
+    let mut resident = false;
     for arg in args {
-        let (host, len, elem_size, back_to) = match arg.data {
+        let (device_ptr, len) = match arg.data {
             ArgData::Value { ptr, size } => {
                 params.push(Param::Value { ptr, size });
                 continue;
+            }
+            ArgData::Resident {
+                device: on,
+                addr,
+                len,
+                ..
+            } => {
+                if on != device.id() {
+                    return Err(Error::WrongDevice {
+                        kernel: kernel.name,
+                        device: device.name().to_string(),
+                        resident_on: Device::by_id(on)
+                            .map_or("another device".to_string(), |d| d.name().to_string()),
+                    });
+                }
+                resident = true;
+                (DevicePtr(addr), len)
+            }
+            ArgData::Slice { len, .. } | ArgData::SliceMut { len, .. }
+                if arg.data.slice_bytes() == 0 =>
+            {
+                (DevicePtr(0), len)
+            }
+            ArgData::Slice {
+                present_only: true, ..
+            } => {
+                return Err(Error::InvalidLaunch {
+                    kernel: kernel.name,
+                    device: device.name().to_string(),
+                    reason: "a stream does not look data regions up: pass the region's mapped \
+                             handle instead of present(..)"
+                        .to_string(),
+                })
             }
             ArgData::Slice {
                 ptr,
                 len,
                 elem_size,
                 ..
-            } => (ptr, len, elem_size, None),
+            } => {
+                let bytes = len * elem_size;
+                let d = alloc(backend, kernel, bytes, buffers)?;
+                // SAFETY: the host slice is borrowed for the stream's scope, which outlives the
+                // copy; `d` holds `bytes`.
+                unsafe { backend.copy_to_device(d, ptr, bytes)? };
+                report.bytes_to_device += bytes;
+                (d, len)
+            }
             ArgData::SliceMut {
                 ptr,
                 len,
                 elem_size,
+                kind,
                 ..
-            } => (ptr as *const u8, len, elem_size, Some(ptr)),
-            ArgData::Resident { .. } => {
-                unreachable!("the generated `enqueue` takes host slices only")
+            } => {
+                let bytes = len * elem_size;
+                let d = alloc(backend, kernel, bytes, buffers)?;
+                if matches!(kind, OutKind::ToFrom | OutKind::To) {
+                    // SAFETY: as for `&[T]` above.
+                    unsafe { backend.copy_to_device(d, ptr, bytes)? };
+                    report.bytes_to_device += bytes;
+                } else {
+                    // SAFETY: `d` holds `bytes`.
+                    unsafe { backend.fill_zero(d, bytes)? };
+                }
+                if matches!(kind, OutKind::ToFrom | OutKind::From) {
+                    copy_back.push((ptr, d, bytes));
+                }
+                (d, len)
             }
-        };
-        let bytes = len * elem_size;
-        let device_ptr = if bytes == 0 {
-            DevicePtr(0)
-        } else {
-            let d = backend.alloc(kernel.name, bytes)?;
-            buffers.push(d);
-            // SAFETY: the host slice is borrowed for the stream's scope, which outlives the copy;
-            // `d` holds `bytes`.
-            unsafe { backend.copy_to_device(d, host, bytes)? };
-            report.bytes_to_device += bytes;
-            if let Some(back_to) = back_to {
-                copy_back.push((back_to, d, bytes));
-            }
-            d
         };
         params.push(Param::Word(device_ptr.0));
         params.push(Param::Word(len as u64));
+    }
+    if resident {
+        stream.after_device_queue()?;
     }
     backend.launch(kernel, shape, &params)?;
     for (host, device, bytes) in copy_back {
@@ -323,4 +505,16 @@ fn queue_launch(
         unsafe { backend.copy_from_device(host, device, bytes)? };
     }
     Ok(())
+}
+
+/// A launch's own device buffer of `bytes` (> 0), recorded in `buffers`.
+fn alloc(
+    backend: &dyn Backend,
+    kernel: &'static Kernel,
+    bytes: usize,
+    buffers: &mut Vec<DevicePtr>,
+) -> Result<DevicePtr> {
+    let d = backend.alloc(kernel.name, bytes)?;
+    buffers.push(d);
+    Ok(d)
 }

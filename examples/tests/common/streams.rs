@@ -48,6 +48,46 @@ pub fn two_streams_give_the_cpu_result(device: &Device) {
     );
 }
 
+/// Device slices of the scope carry data from kernel to kernel without the host: uploaded,
+/// written by one kernel and read by the next on one stream, read on a second stream ordered
+/// after the first by an event, and downloaded (to pageable and pinned memory).
+pub fn device_slices_chain_kernels_on_streams(device: &Device) {
+    let n = 300_001;
+    let x = floats(n, 50);
+    let y0 = floats(n, 51);
+    let mut first = vec![0.0f32; n];
+    let mut second = PinnedVec::filled(0.0f32, n).unwrap();
+    offload::scope(|s| {
+        let (a, b) = (s.stream(device)?, s.stream(device)?);
+        let dx = a.upload(&x)?;
+        let dy = a.upload(&y0)?;
+        relax::enqueue(&a, Launch::auto(), 5, dx, dy)?;
+        saxpy::enqueue(&a, Launch::auto(), 2.0, dx, dy)?;
+        a.download(dy, &mut first)?;
+        b.wait(&a.record()?)?;
+        let dz = b.alloc_zeroed::<f32>(n)?;
+        saxpy::enqueue(&b, Launch::auto(), 1.0, dy, dz)?;
+        saxpy::enqueue(&b, Launch::auto().block(64), -1.0, dx, dz)?;
+        b.download(dz, &mut second)?;
+        Ok(())
+    })
+    .unwrap();
+    let mut expected = y0.clone();
+    reference::relax(5, &x, &mut expected);
+    reference::saxpy(2.0, &x, &mut expected);
+    assert!(
+        bits(&first) == bits(&expected),
+        "first stream on {}",
+        device.name()
+    );
+    reference::saxpy(-1.0, &x, &mut expected);
+    assert!(
+        bits(&second) == bits(&expected),
+        "second stream on {}",
+        device.name()
+    );
+}
+
 /// Events: a stream waits for another's event, events time the work between them, and
 /// synchronizing a stream or an event succeeds once the work is done.
 pub fn events_order_and_time_streams(device: &Device) {

@@ -1,0 +1,123 @@
+//! `DeviceSlice<'scope, T>`: device memory that a stream made inside an [`crate::scope`]
+//! ([`crate::Stream::upload`], [`crate::Stream::alloc_zeroed`]), passed to kernels queued in the
+//! scope as is, by value (a `Copy` handle: one slice can be written by one kernel and read by the
+//! next), for `&[T]` and `&mut [T]` parameters alike, and copied back with
+//! [`crate::Stream::download`]. Its memory is released when the scope ends, after every stream of
+//! the scope has finished, so no queued work can outlive it.
+//!
+//! Work on it is ordered on the stream that queues it; between streams, order it with events
+//! ([`crate::Stream::record`], [`crate::Stream::wait`]), as in CUDA (a plain launch inside the
+//! scope is ordered with no stream). Unordered uses give unspecified values (`DeviceCopy` types
+//! accept any bits), never a freed buffer.
+//! On the host device it is host memory, and queued work is done at once.
+
+use crate::backend::{Backend, DevicePtr};
+use crate::kernel::{ArgData, KernelArg};
+use crate::map::{InArg, OutArg};
+use offload_kernel::DeviceCopy;
+use std::alloc::{alloc_zeroed, dealloc, handle_alloc_error, Layout};
+use std::marker::PhantomData;
+use std::mem::{align_of, size_of};
+use std::sync::Arc;
+
+/// `len` elements of `T` in a stream scope's device memory.
+#[derive(Clone, Copy)]
+pub struct DeviceSlice<'scope, T> {
+    pub(crate) device_id: usize,
+    /// Device address (host address on the host device); meaningless when `len == 0`.
+    pub(crate) addr: u64,
+    len: usize,
+    /// Invariant: the slice cannot be carried beyond its scope.
+    _scope: PhantomData<&'scope mut &'scope ()>,
+    _elem: PhantomData<T>,
+}
+
+impl<T: DeviceCopy> DeviceSlice<'_, T> {
+    pub(crate) fn new(device_id: usize, addr: u64, len: usize) -> Self {
+        DeviceSlice {
+            device_id,
+            addr,
+            len,
+            _scope: PhantomData,
+            _elem: PhantomData,
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    fn kernel_arg<'a>(&self, writable: bool) -> KernelArg<'a> {
+        KernelArg::new(ArgData::Resident {
+            device: self.device_id,
+            addr: self.addr,
+            len: self.len,
+            elem_size: size_of::<T>(),
+            elem_align: align_of::<T>(),
+            writable,
+        })
+    }
+}
+
+impl<'s, T: DeviceCopy> InArg<T> for DeviceSlice<'s, T> {
+    fn into_kernel_arg<'a>(self) -> KernelArg<'a>
+    where
+        Self: 'a,
+    {
+        self.kernel_arg(false)
+    }
+}
+
+impl<'s, T: DeviceCopy> OutArg<T> for DeviceSlice<'s, T> {
+    fn into_kernel_arg<'a>(self) -> KernelArg<'a>
+    where
+        Self: 'a,
+    {
+        self.kernel_arg(true)
+    }
+}
+
+/// Memory behind the device slices of one stream, released when the scope ends.
+pub(crate) enum ScopeAllocation {
+    Gpu(Arc<dyn Backend>, DevicePtr),
+    Host(*mut u8, Layout),
+}
+
+// SAFETY: the raw host pointer is owned by the allocation and only freed by it.
+unsafe impl Send for ScopeAllocation {}
+
+impl ScopeAllocation {
+    /// `bytes` (> 0) zeroed host bytes aligned for `align`.
+    pub(crate) fn host(bytes: usize, align: usize) -> ScopeAllocation {
+        let layout = Layout::from_size_align(bytes, align).expect("a slice's layout is valid");
+        // SAFETY: `bytes > 0`.
+        let ptr = unsafe { alloc_zeroed(layout) };
+        if ptr.is_null() {
+            handle_alloc_error(layout);
+        }
+        ScopeAllocation::Host(ptr, layout)
+    }
+
+    pub(crate) fn addr(&self) -> u64 {
+        match self {
+            ScopeAllocation::Gpu(_, ptr) => ptr.0,
+            ScopeAllocation::Host(ptr, _) => *ptr as u64,
+        }
+    }
+}
+
+impl Drop for ScopeAllocation {
+    fn drop(&mut self) {
+        match self {
+            // SAFETY: allocated on this queue; the scope has waited for every stream, so no
+            // queued work uses it any more.
+            ScopeAllocation::Gpu(queue, ptr) => unsafe { queue.free(*ptr) },
+            // SAFETY: allocated in `host` with this layout.
+            ScopeAllocation::Host(ptr, layout) => unsafe { dealloc(*ptr, *layout) },
+        }
+    }
+}
