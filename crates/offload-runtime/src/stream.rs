@@ -7,17 +7,18 @@
 //! `std::thread::scope` does for threads: streams are made inside it, whatever they are handed
 //! must outlive the scope, and the scope waits for every stream before it returns (also when its
 //! body fails or panics). A `&mut [T]` handed to a stream stays borrowed until the scope ends, so
-//! the caller cannot read results before they have arrived.
+//! the caller cannot read results before they have arrived. Data that stays on the device between
+//! kernels lives in [`DeviceSlice`]s of the scope.
 //!
 //! On a GPU a launch on a stream queues the allocation of its device buffers, the copies in, the
 //! kernel, the copies back and the release, then returns. Copies from and to pageable memory are
-//! staged by the driver and mostly synchronous; from and to [`crate::PinnedVec`] they overlap
-//! with kernels. A kernel that panics or faults is reported by the next [`Stream::synchronize`]
-//! (or by the scope) as `Err(KernelFailed)`; unlike a plain launch, its outputs may then have been
-//! written. Panic records are per device image, not per launch: while a kernel panics on one
-//! stream, a launch of the same crate's kernels completing on another queue of the device may be
-//! the one that reports it. The host device runs each launch when it is queued, so its streams are already
-//! complete when a call returns.
+//! staged, and wait; from and to [`crate::PinnedVec`] they overlap with kernels. A kernel that
+//! panics or faults is reported by the next [`Stream::synchronize`] (or by the scope) as
+//! `Err(KernelFailed)`; unlike a plain launch, its outputs may then have been written. Panic
+//! records are per device image, not per launch: while a kernel panics on one stream, a launch of
+//! the same crate's kernels completing on another queue of the device may be the one that reports
+//! it. The host device runs each launch when it is queued, so its streams are complete when a
+//! call returns.
 
 use crate::backend::{Backend, DevicePtr, Param, QueueEvent};
 use crate::device::Device;
@@ -344,7 +345,7 @@ pub fn enqueue(
 ) -> Result<()> {
     let device = &stream.queue.device;
     if let Some(named) = launch.device {
-        if named.name() != device.name() {
+        if named.id() != device.id() {
             return Err(Error::InvalidLaunch {
                 kernel: kernel.name,
                 device: named.name().to_string(),
