@@ -40,6 +40,7 @@ gpu_test!(generic_axpy_matches_cpu);
 gpu_test!(const_generic_matmul_matches_cpu);
 gpu_test!(raw_pointer_kernel_maps_the_pointee);
 gpu_test!(in warps: warp_operations_match_a_cpu_model);
+gpu_test!(in warps: dot_product_with_warp_sums_and_an_atomic);
 
 /// Data mapping on the GPU, bytes counted (see common/mapping.rs).
 mod mapping {

@@ -41,7 +41,10 @@ host_test!(
 );
 
 host_test!(in atomics: histogram_counts_equal_cpu, atomic_operations_match_cpu);
-host_test!(in warps: warp_operations_match_a_cpu_model);
+host_test!(
+    in warps: warp_operations_match_a_cpu_model,
+    dot_product_with_warp_sums_and_an_atomic,
+);
 
 /// A warp operation that some live lanes skip (waiting at a block barrier instead) is a failed
 /// launch naming the deadlock, not a hang.

@@ -1,8 +1,8 @@
 //! Warp operations against a CPU model of a warp, shared by the host-backend and GPU suites.
 
-use super::ints;
+use super::{floats, ints};
 use offload::{Device, Dim3, Launch};
-use offload_examples::kernels::warps::{warp_operations, WarpResults};
+use offload_examples::kernels::warps::{dot, warp_operations, WarpResults};
 
 /// `op` over the live lanes as `offload::warp_reduce` combines them: a butterfly for a full warp
 /// (lane 0's result), else in increasing lane order.
@@ -121,5 +121,27 @@ pub fn warp_operations_match_a_cpu_model(device: &Device) {
                 device.name()
             );
         }
+    }
+}
+
+/// Warp sums feeding one atomic total: the dot product equals the CPU's up to the rounding of
+/// the (unordered) f64 additions, for several launch shapes, including partial warps.
+pub fn dot_product_with_warp_sums_and_an_atomic(device: &Device) {
+    let n = 1_000_003;
+    let (x, y) = (floats(n, 60), floats(n, 61));
+    let expected: f64 = x.iter().zip(&y).map(|(&a, &b)| a as f64 * b as f64).sum();
+    for launch in [
+        Launch::on(device),
+        Launch::on(device).grid(7).block(48),
+        Launch::on(device).grid((3, 2)).block((8, 4, 3)),
+    ] {
+        let mut total = [0.5f64];
+        dot::launch(launch, &x, &y, &mut total).unwrap();
+        let got = total[0] - 0.5;
+        assert!(
+            (got - expected).abs() <= 1e-9 * n as f64,
+            "{got} vs {expected} on {}",
+            device.name()
+        );
     }
 }
