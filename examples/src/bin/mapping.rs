@@ -2,8 +2,9 @@
 //! memcpy of the same size in the same run, then Jacobi 2D with and without a data region.
 //!
 //! `cargo run --release -p offload-examples --bin mapping [-- MIB SIDE SWEEPS]` (defaults: 1024
-//! MiB, a 4096² grid, 1000 sweeps on a GPU; 64 MiB, 512², 20 sweeps on the host). Figures are
-//! printed as ratios against references measured here, never asserted.
+//! MiB, a 4096² grid, 1000 sweeps on a GPU; 64 MiB, 512², 20 sweeps on the host; 0 MiB or 0
+//! sweeps skips that part). Figures are printed as ratios against references measured here,
+//! never asserted.
 
 use offload::{Device, DeviceVec};
 use offload_examples::{jacobi, reference_bandwidth};
@@ -22,22 +23,17 @@ fn main() -> Result<()> {
     };
     let (mib, side, sweeps) = (arg(1, 1024, 64)?, arg(2, 4096, 512)?, arg(3, 1000, 20)?);
     println!("device: {}", device.name());
-    transfers(&device, mib << 20)?;
-    jacobi_2d(&device, side as u32, sweeps)?;
+    if mib > 0 {
+        transfers(&device, mib << 20)?;
+    }
+    if sweeps > 0 {
+        jacobi_2d(&device, side as u32, sweeps)?;
+    }
     Ok(())
 }
 
 fn gbps(bytes: usize, time: Duration) -> f64 {
     bytes as f64 / time.as_secs_f64() / 1e9
-}
-
-/// Best time of `runs` calls of `f`, each returning the time it measured.
-fn best(runs: usize, mut f: impl FnMut() -> offload::Result<Duration>) -> Result<Duration> {
-    let mut best = Duration::MAX;
-    for _ in 0..runs {
-        best = best.min(f()?);
-    }
-    Ok(best)
 }
 
 fn transfers(device: &Device, bytes: usize) -> Result<()> {
@@ -47,55 +43,78 @@ fn transfers(device: &Device, bytes: usize) -> Result<()> {
         return Ok(());
     };
     let source: Vec<u8> = (0..bytes).map(|i| (i % 251) as u8).collect();
-    let mut sink = vec![0u8; bytes];
-    let timed = |f: &mut dyn FnMut() -> offload::Result<()>| -> offload::Result<Duration> {
-        let start = Instant::now();
-        f()?;
-        Ok(start.elapsed())
-    };
-    // A region's map: device allocation plus the copy in.
-    let map_to = best(5, || {
-        offload::region_on(device, |r| timed(&mut || r.to(&source).map(drop)))
-    })?;
-    // Copies of mapped data, each way: `update_to` / `update_from` on a mapped array.
-    let (mut update_to, mut update_from) = (Duration::MAX, Duration::MAX);
-    offload::region_on(device, |r| {
-        let mut mapped = r.from(&mut sink)?;
+    // Written once, so that no page is first touched during a measurement.
+    let (mut mapped_host, mut unmapped_host, mut vec_host) =
+        (vec![1u8; bytes], vec![1u8; bytes], vec![1u8; bytes]);
+    let mut resident = DeviceVec::<u8>::zeroed(device, bytes)?;
+    // Best of 5 rounds; each round measures every way once, so that no way gets a better time
+    // for running earlier or later.
+    let mut best = [Duration::MAX; 6];
+    offload::region_on(device, |outer| {
+        let mut mapped = outer.tofrom(&mut mapped_host)?;
         for _ in 0..5 {
-            update_to = update_to.min(timed(&mut || mapped.update_to(|_| ()))?);
-            update_from = update_from.min(timed(&mut || mapped.update_from().map(drop))?);
+            let timings = [
+                // A region's first map: allocation and copy in.
+                offload::region_on(device, |r| timed(|| r.to(&source).map(drop)))?,
+                // Copies of mapped data, each way.
+                timed(|| mapped.update_to(|_| ()))?,
+                timed(|| resident.copy_from_host(&source))?,
+                // A region's final unmap of `from` data: copy out and release.
+                {
+                    let mut start = Instant::now();
+                    offload::region_on(device, |r| {
+                        r.from(&mut unmapped_host)?;
+                        start = Instant::now();
+                        Ok(())
+                    })?;
+                    start.elapsed()
+                },
+                timed(|| mapped.update_from().map(drop))?,
+                timed(|| resident.copy_to_host(&mut vec_host))?,
+            ];
+            for (best, t) in best.iter_mut().zip(timings) {
+                *best = (*best).min(t);
+            }
         }
         Ok(())
     })?;
-    // The same transfers into and out of a DeviceVec.
-    let mut resident = DeviceVec::<u8>::zeroed(device, bytes)?;
-    let copy_in = best(5, || timed(&mut || resident.copy_from_host(&source)))?;
-    let copy_out = best(5, || timed(&mut || resident.copy_to_host(&mut sink)))?;
-    if sink != source {
+    if vec_host != source {
         return Err("the round trip returned other bytes".into());
     }
     println!(
-        "transfers of {} MiB of pageable host memory, best of 5, wall clock until complete; \
-         raw pinned memcpy (cuMemcpy from page-locked memory, CUDA events) in the same run:",
+        "transfers of {} MiB of pageable host memory, best of 5 interleaved rounds, wall clock \
+         until complete; raw pinned memcpy (cuMemcpy from page-locked memory, CUDA events) in \
+         the same run:",
         bytes >> 20
     );
-    let line = |what: &str, time: Duration, pinned: f64| {
+    let names = [
+        "region map, first (alloc + copy in)",
+        "mapped update_to",
+        "DeviceVec::copy_from_host",
+        "region unmap, final (copy out + free)",
+        "mapped update_from",
+        "DeviceVec::copy_to_host",
+    ];
+    for (i, (name, time)) in names.iter().zip(best).enumerate() {
+        let (dir, pinned) = if i < 3 {
+            ("host->device", pinned_to)
+        } else {
+            ("device->host", pinned_from)
+        };
         let rate = gbps(bytes, time);
         println!(
-            "  {what:<34} {rate:6.1} GB/s   pinned memcpy {pinned:6.1} GB/s   ratio {:.2}",
+            "  {dir} {name:<38} {rate:6.1} GB/s   pinned memcpy {pinned:6.1} GB/s   ratio {:.2}",
             rate / pinned
         );
-    };
-    line("mapped host->device (update_to)", update_to, pinned_to);
-    line(
-        "mapped device->host (update_from)",
-        update_from,
-        pinned_from,
-    );
-    line("region map (alloc + copy in)", map_to, pinned_to);
-    line("DeviceVec::copy_from_host", copy_in, pinned_to);
-    line("DeviceVec::copy_to_host", copy_out, pinned_from);
+    }
     Ok(())
+}
+
+/// How long `f` took.
+fn timed(f: impl FnOnce() -> offload::Result<()>) -> offload::Result<Duration> {
+    let start = Instant::now();
+    f()?;
+    Ok(start.elapsed())
 }
 
 fn jacobi_2d(device: &Device, side: u32, sweeps: usize) -> Result<()> {

@@ -11,15 +11,23 @@ use cudarc::driver::{result, DriverError};
 use rayon::prelude::*;
 use std::ffi::c_void;
 
-/// Bytes per chunk: large enough that the per-copy cost vanishes, small enough that the first
-/// chunk (not overlapped) is a small part of a large copy.
-const CHUNK: usize = 8 << 20;
-/// Pinned buffers in the ring: DMAs queued ahead while the host fills or drains the others.
+/// MiB per chunk unless `OFFLOAD_STAGING_MIB` says: large enough that the per-copy cost
+/// vanishes, small enough that the first chunk (not overlapped) is a small part of a large copy.
+const CHUNK_MIB: usize = 8;
+/// Pinned buffers in the ring unless `OFFLOAD_STAGING_BUFFERS` says: DMAs queued ahead while the
+/// host fills or drains the others.
 const BUFFERS: usize = 4;
 /// Below this, the driver's own pageable copy is as fast (no pipeline to fill).
 pub(super) const STAGE_FROM: usize = 1 << 20;
-/// Host bytes each thread copies at once.
-const PIECE: usize = 512 << 10;
+
+/// A positive integer from the environment, else `default`.
+fn tuning(variable: &str, default: usize) -> usize {
+    std::env::var(variable)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .filter(|&v| v > 0)
+        .unwrap_or(default)
+}
 
 struct Buffer {
     host: *mut u8,
@@ -32,6 +40,8 @@ struct Buffer {
 #[derive(Default)]
 pub(super) struct Staging {
     buffers: Vec<Buffer>,
+    /// Bytes of each buffer.
+    chunk: usize,
     /// The driver refused the pinned memory: copies take its pageable path.
     refused: bool,
 }
@@ -48,6 +58,7 @@ impl Staging {
                 tracing::warn!(%device, "no pinned staging buffers ({e}): copies use pageable memory");
                 *self = Staging {
                     buffers: Vec::new(),
+                    chunk: 0,
                     refused: true,
                 };
             }
@@ -56,9 +67,10 @@ impl Staging {
     }
 
     fn allocate(&mut self) -> Result<(), DriverError> {
-        for _ in 0..BUFFERS {
+        self.chunk = tuning("OFFLOAD_STAGING_MIB", CHUNK_MIB) << 20;
+        for _ in 0..tuning("OFFLOAD_STAGING_BUFFERS", BUFFERS).max(2) {
             // SAFETY: plain pinned host memory in the bound context; freed in Drop.
-            let host = unsafe { result::malloc_host(CHUNK, 0) }? as *mut u8;
+            let host = unsafe { result::malloc_host(self.chunk, 0) }? as *mut u8;
             let done = match result::event::create(CUevent_flags::CU_EVENT_DISABLE_TIMING) {
                 Ok(e) => e,
                 Err(e) => {
@@ -84,11 +96,12 @@ impl Staging {
         src: *const u8,
         bytes: usize,
     ) -> Result<(), DriverError> {
-        for (i, offset) in (0..bytes).step_by(CHUNK).enumerate() {
-            let n = CHUNK.min(bytes - offset);
-            let buffer = &self.buffers[i % BUFFERS];
+        let (chunk, ring) = (self.chunk, self.buffers.len());
+        for (i, offset) in (0..bytes).step_by(chunk).enumerate() {
+            let n = chunk.min(bytes - offset);
+            let buffer = &self.buffers[i % ring];
             // SAFETY: the event is live (a never-recorded event counts as complete); once it
-            // completed no DMA reads the buffer, which holds CHUNK >= n bytes; `src` holds
+            // completed no DMA reads the buffer, which holds chunk >= n bytes; `src` holds
             // `offset + n` readable bytes per the contract.
             unsafe {
                 result::event::synchronize(buffer.done)?;
@@ -122,11 +135,12 @@ impl Staging {
         src: sys::CUdeviceptr,
         bytes: usize,
     ) -> Result<(), DriverError> {
-        let chunks = bytes.div_ceil(CHUNK);
-        let span = |i: usize| (i * CHUNK, CHUNK.min(bytes - i * CHUNK));
+        let (chunk, ring) = (self.chunk, self.buffers.len());
+        let chunks = bytes.div_ceil(chunk);
+        let span = |i: usize| (i * chunk, chunk.min(bytes - i * chunk));
         let issue = |buffers: &[Buffer], i: usize| {
             let (offset, n) = span(i);
-            let buffer = &buffers[i % BUFFERS];
+            let buffer = &buffers[i % ring];
             // SAFETY: the buffer is free (its previous chunk was drained before this call) and
             // holds n bytes; the device range lies inside `src..src+bytes`.
             unsafe {
@@ -138,20 +152,20 @@ impl Staging {
                 result::event::record(buffer.done, stream)
             }
         };
-        for i in 0..chunks.min(BUFFERS) {
+        for i in 0..chunks.min(ring) {
             issue(&self.buffers, i)?;
         }
         for i in 0..chunks {
             let (offset, n) = span(i);
-            let buffer = &self.buffers[i % BUFFERS];
+            let buffer = &self.buffers[i % ring];
             // SAFETY: once the event completed the buffer holds chunk i; `dst` holds
             // `offset + n` writable bytes per the contract.
             unsafe {
                 result::event::synchronize(buffer.done)?;
                 parallel_copy(buffer.host, dst.add(offset), n);
             }
-            if i + BUFFERS < chunks {
-                issue(&self.buffers, i + BUFFERS)?;
+            if i + ring < chunks {
+                issue(&self.buffers, i + ring)?;
             }
         }
         Ok(())
@@ -171,15 +185,19 @@ impl Drop for Staging {
     }
 }
 
-/// `memcpy` of `n` bytes, split across rayon's threads.
+/// `memcpy` of `n` bytes, one piece per rayon thread.
 ///
 /// # Safety
 /// `src..src+n` is readable, `dst..dst+n` writable, and they do not overlap.
 unsafe fn parallel_copy(src: *const u8, dst: *mut u8, n: usize) {
     let (src, dst) = (src as usize, dst as usize);
-    (0..n.div_ceil(PIECE)).into_par_iter().for_each(|p| {
-        let start = p * PIECE;
-        let len = PIECE.min(n - start);
+    // Pieces of whole cache lines.
+    let piece = n
+        .div_ceil(rayon::current_num_threads())
+        .next_multiple_of(64);
+    (0..n.div_ceil(piece)).into_par_iter().for_each(|p| {
+        let start = p * piece;
+        let len = piece.min(n - start);
         // SAFETY: pieces are disjoint sub-ranges of the ranges of the contract.
         unsafe {
             std::ptr::copy_nonoverlapping((src + start) as *const u8, (dst + start) as *mut u8, len)
