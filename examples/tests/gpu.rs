@@ -67,7 +67,6 @@ mod mapping {
         jacobi_matches_cpu_with_and_without_region,
         regions_on_eight_threads,
         overlapping_and_absent_maps_are_errors,
-        out_of_memory_while_mapping_leaves_host_data,
         redundant_copies_are_reported,
     );
 }
