@@ -6,7 +6,7 @@
 //! sweeps skips that part). Figures are printed as ratios against references measured here,
 //! never asserted.
 
-use offload::{Device, DeviceVec};
+use offload::{Device, DeviceVec, PinnedVec};
 use offload_examples::{jacobi, reference_bandwidth};
 use std::time::{Duration, Instant};
 
@@ -47,9 +47,12 @@ fn transfers(device: &Device, bytes: usize) -> Result<()> {
     let (mut mapped_host, mut unmapped_host, mut vec_host) =
         (vec![1u8; bytes], vec![1u8; bytes], vec![1u8; bytes]);
     let mut resident = DeviceVec::<u8>::zeroed(device, bytes)?;
+    // The same maps of page-locked host data (PinnedVec): no staging, the copies go straight.
+    let pinned_source = PinnedVec::from_slice(&source)?;
+    let mut pinned_out = PinnedVec::filled(1u8, bytes)?;
     // Best of 5 rounds; each round measures every way once, so that no way gets a better time
     // for running earlier or later.
-    let mut best = [Duration::MAX; 6];
+    let mut best = [Duration::MAX; 8];
     offload::region_on(device, |outer| {
         let mut mapped = outer.tofrom(&mut mapped_host)?;
         for _ in 0..5 {
@@ -59,18 +62,12 @@ fn transfers(device: &Device, bytes: usize) -> Result<()> {
                 // Copies of mapped data, each way.
                 timed(|| mapped.update_to(|_| ()))?,
                 timed(|| resident.copy_from_host(&source))?,
+                offload::region_on(device, |r| timed(|| r.to(&pinned_source[..]).map(drop)))?,
                 // A region's final unmap of `from` data: copy out and release.
-                {
-                    let mut start = Instant::now();
-                    offload::region_on(device, |r| {
-                        r.from(&mut unmapped_host)?;
-                        start = Instant::now();
-                        Ok(())
-                    })?;
-                    start.elapsed()
-                },
+                final_unmap(device, &mut unmapped_host)?,
                 timed(|| mapped.update_from().map(drop))?,
                 timed(|| resident.copy_to_host(&mut vec_host))?,
+                final_unmap(device, &mut pinned_out)?,
             ];
             for (best, t) in best.iter_mut().zip(timings) {
                 *best = (*best).min(t);
@@ -91,12 +88,14 @@ fn transfers(device: &Device, bytes: usize) -> Result<()> {
         "region map, first (alloc + copy in)",
         "mapped update_to",
         "DeviceVec::copy_from_host",
+        "region map, first, of page-locked data",
         "region unmap, final (copy out + free)",
         "mapped update_from",
         "DeviceVec::copy_to_host",
+        "region unmap, final, to page-locked data",
     ];
     for (i, (name, time)) in names.iter().zip(best).enumerate() {
-        let (dir, pinned) = if i < 3 {
+        let (dir, pinned) = if i < 4 {
             ("host->device", pinned_to)
         } else {
             ("device->host", pinned_from)
@@ -108,6 +107,17 @@ fn transfers(device: &Device, bytes: usize) -> Result<()> {
         );
     }
     Ok(())
+}
+
+/// How long a region's final unmap of `from` data into `host` takes: copy out and release.
+fn final_unmap(device: &Device, host: &mut [u8]) -> offload::Result<Duration> {
+    let mut start = Instant::now();
+    offload::region_on(device, |r| {
+        r.from(&mut *host)?;
+        start = Instant::now();
+        Ok(())
+    })?;
+    Ok(start.elapsed())
 }
 
 /// How long `f` took.
