@@ -72,6 +72,24 @@ pub fn sgemm(m: usize, n: usize, k: usize, a: &[f32], b: &[f32], c: &mut [f32]) 
     }
 }
 
+/// `out` is `x` with every `chunk`-long piece reversed in place (the last piece may be shorter).
+pub fn reverse_chunks(chunk: usize, x: &[f32], out: &mut [f32]) {
+    for (out, x) in out.chunks_mut(chunk).zip(x.chunks(chunk)) {
+        for (o, v) in out.iter_mut().zip(x.iter().rev()) {
+            *o = *v;
+        }
+    }
+}
+
+/// Adds each value of `values` to its bin of `bins` as `atomics::histogram` sorts them: `[0, 1)`
+/// in equal-width bins, values out of range (NaN included) in the first or last bin.
+pub fn histogram(values: &[f32], bins: &mut [u32]) {
+    let last = bins.len() - 1;
+    for v in values {
+        bins[((v * bins.len() as f32) as usize).min(last)] += 1;
+    }
+}
+
 pub fn jacobi2d(width: u32, height: u32, input: &[f32], output: &mut [f32]) {
     let (w, h) = (width as usize, height as usize);
     for r in 0..h {

@@ -26,9 +26,9 @@ fn assert_panic(device: &Device, message: &str, text: &str) {
 }
 
 fn reversed_chunks(x: &[f32], chunk: usize) -> Vec<f32> {
-    x.chunks(chunk)
-        .flat_map(|c| c.iter().rev().copied())
-        .collect()
+    let mut out = vec![f32::NAN; x.len()];
+    reference::reverse_chunks(chunk, x, &mut out);
+    out
 }
 
 /// Each block reverses its chunks through a static shared array: the values a thread reads were

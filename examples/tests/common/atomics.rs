@@ -3,6 +3,7 @@
 use super::floats;
 use offload::{Device, Launch};
 use offload_examples::kernels::atomics;
+use offload_examples::reference;
 
 /// The histogram's counts equal the CPU's, for several launch shapes (many threads hitting a few
 /// bins, and one thread doing everything).
@@ -13,9 +14,7 @@ pub fn histogram_counts_equal_cpu(device: &Device) {
         .collect();
     for bins in [1usize, 7, 256] {
         let mut expected = vec![0u32; bins];
-        for v in &values {
-            expected[((v * bins as f32) as usize).min(bins - 1)] += 1;
-        }
+        reference::histogram(&values, &mut expected);
         for launch in [
             Launch::on(device),
             Launch::on(device).grid(3).block(64),
@@ -28,8 +27,9 @@ pub fn histogram_counts_equal_cpu(device: &Device) {
     }
 }
 
-/// Slots after `every_operation` (in the kernels) over `values` from `init`, on the CPU.
-fn expected_slots<T: Copy>(
+/// Slots after `every_operation` (in the kernels) over `values` from `init`, on the CPU, with the
+/// two order-dependent swap slots folded as [`settle`] folds them.
+pub fn expected_slots<T: Copy + Default>(
     values: impl Iterator<Item = T> + Clone,
     init: [T; 6],
     add: impl Fn(T, T) -> T,
@@ -45,9 +45,17 @@ fn expected_slots<T: Copy>(
         values.clone().fold(high, &max),
         // The last value swapped in is not determined; slot 3 + slot 4 is.
         add(init[3], values.clone().fold(init[4], &add)),
-        init[4],
+        T::default(),
         values.fold(count, |c, _| add(c, one)),
     ]
+}
+
+/// Slots from the device with the swap slots folded: what went out (slot 4) plus what stayed
+/// (slot 3) into slot 3, slot 4 zeroed. That sum does not depend on the order of the swaps.
+pub fn settle<T: Copy + Default>(mut got: [T; 6], add: impl Fn(T, T) -> T) -> [T; 6] {
+    got[3] = add(got[3], got[4]);
+    got[4] = T::default();
+    got
 }
 
 /// Every atomic operation on every type gives the CPU's result, also in the order-dependent
@@ -74,19 +82,10 @@ pub fn atomic_operations_match_cpu(device: &Device) {
         &mut on_f64,
     )
     .unwrap();
-    // Swaps: fold the two order-dependent slots into slot 3 and compare the rest exactly.
-    macro_rules! settle {
-        ($got:ident, $add:expr) => {{
-            let mut got = $got;
-            got[3] = $add(got[3], got[4]);
-            got[4] = 0 as _;
-            got
-        }};
-    }
     let v = values.iter();
     let name = device.name();
     assert_eq!(
-        settle!(on_i32, i32::wrapping_add),
+        settle(on_i32, i32::wrapping_add),
         expected_slots(
             v.clone().copied(),
             i32s0,
@@ -98,7 +97,7 @@ pub fn atomic_operations_match_cpu(device: &Device) {
         "i32 on {name}"
     );
     assert_eq!(
-        settle!(on_u32, u32::wrapping_add),
+        settle(on_u32, u32::wrapping_add),
         expected_slots(
             v.clone().map(|&x| x as u32),
             u32s0,
@@ -111,7 +110,7 @@ pub fn atomic_operations_match_cpu(device: &Device) {
     );
     let wide = |&x: &i32| x as i64 * 3_000_000_000;
     assert_eq!(
-        settle!(on_i64, i64::wrapping_add),
+        settle(on_i64, i64::wrapping_add),
         expected_slots(
             v.clone().map(wide),
             i64s0,
@@ -123,7 +122,7 @@ pub fn atomic_operations_match_cpu(device: &Device) {
         "i64 on {name}"
     );
     assert_eq!(
-        settle!(on_u64, u64::wrapping_add),
+        settle(on_u64, u64::wrapping_add),
         expected_slots(
             v.clone().map(|x| wide(x) as u64),
             u64s0,
@@ -137,7 +136,7 @@ pub fn atomic_operations_match_cpu(device: &Device) {
     // Small integers in f32/f64: every partial sum is exact, so the order does not matter.
     let add32 = |a: f32, b: f32| a + b;
     assert_eq!(
-        settle!(on_f32, add32),
+        settle(on_f32, add32),
         expected_slots(
             v.clone().map(|&x| x as f32),
             f32s0,
@@ -149,7 +148,7 @@ pub fn atomic_operations_match_cpu(device: &Device) {
         "f32 on {name}"
     );
     let add64 = |a: f64, b: f64| a + b;
-    let on_f64 = settle!(on_f64, add64);
+    let on_f64 = settle(on_f64, add64);
     let sum: f64 = values.iter().map(|&x| x as f64 * 0.5).sum();
     let swapped: f64 = values.iter().map(|&x| x as f64).sum();
     assert_eq!(

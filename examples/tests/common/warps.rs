@@ -103,24 +103,36 @@ pub fn warp_operations_match_a_cpu_model(device: &Device) {
             .iter()
             .map(|v| (v % 100) as i32)
             .collect();
-        let mut got = vec![WarpResults::default(); threads];
-        warp_operations::launch(
-            Launch::on(device).grid(grid).block(block),
-            live,
-            &values,
-            &mut got,
-        )
-        .unwrap();
-        let expected = model(&values, block, live, &got);
-        for (t, (g, e)) in got.iter().zip(&expected).enumerate() {
-            let e = e.unwrap_or_default();
-            assert_eq!(
-                (g, g.float.to_bits(), g.float_sum.to_bits()),
-                (&e, e.float.to_bits(), e.float_sum.to_bits()),
-                "thread {t}, grid {grid} block {block}, {live} live lanes, on {}",
-                device.name()
-            );
-        }
+        warp_operations_match_the_model(device, grid, block, live, &values);
+    }
+}
+
+/// One launch of `warp_operations` over `values` (one per thread of the launch), each thread's
+/// results against the CPU model of its warp, bit for bit.
+pub fn warp_operations_match_the_model(
+    device: &Device,
+    grid: Dim3,
+    block: Dim3,
+    live: u32,
+    values: &[i32],
+) {
+    let mut got = vec![WarpResults::default(); values.len()];
+    warp_operations::launch(
+        Launch::on(device).grid(grid).block(block),
+        live,
+        values,
+        &mut got,
+    )
+    .unwrap();
+    let expected = model(values, block, live, &got);
+    for (t, (g, e)) in got.iter().zip(&expected).enumerate() {
+        let e = e.unwrap_or_default();
+        assert_eq!(
+            (g, g.float.to_bits(), g.float_sum.to_bits()),
+            (&e, e.float.to_bits(), e.float_sum.to_bits()),
+            "thread {t}, grid {grid} block {block}, {live} live lanes, on {}",
+            device.name()
+        );
     }
 }
 
