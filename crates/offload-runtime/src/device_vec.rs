@@ -108,8 +108,12 @@ impl<T: DeviceCopy> DeviceVec<T> {
                 let backend = gpu(&self.device);
                 let (host, bytes) = (data.as_ptr() as *const u8, size_of_val(data));
                 let start = Instant::now();
-                // SAFETY: `ptr` holds `len` elements, as many as `data`.
+                // SAFETY: `ptr` holds `len` elements, as many as `data`, which is borrowed until
+                // the synchronize below.
                 unsafe { backend.copy_to_device(*ptr, host, bytes)? };
+                // Complete before `data`'s borrow ends: from page-locked memory the copy is only
+                // queued.
+                backend.synchronize()?;
                 trace::copy_to_device(device_id, backend.name(), host, bytes, start.elapsed());
             }
             Storage::Gpu { .. } => {}

@@ -252,8 +252,12 @@ fn fill(
     match kind {
         Kind::To | Kind::ToFrom => {
             let start = Instant::now();
-            // SAFETY: the region borrows the host bytes; `device` holds `bytes`.
+            // SAFETY: the region borrows the host bytes, unchanged until the synchronize below;
+            // `device` holds `bytes`.
             unsafe { backend.copy_to_device(device, host, bytes)? };
+            // Complete before the map returns: a copy from page-locked memory is only queued, and
+            // a region that launches nothing would otherwise hand the borrow back mid-copy.
+            backend.synchronize()?;
             trace::copy_to_device(device_id, backend.name(), host, bytes, start.elapsed());
             Ok(())
         }
@@ -386,10 +390,13 @@ impl<T: DeviceCopy> MappedMut<'_, T> {
         match self.device.offload_backend() {
             Some(backend) if bytes > 0 => {
                 let start = Instant::now();
-                // SAFETY: the handle holds the host data's borrow and the device copy.
+                // SAFETY: the handle holds the host data's borrow and the device copy; the host
+                // bytes stay unchanged until the synchronize below.
                 unsafe {
                     backend.copy_to_device(DevicePtr(self.addr), self.host as *const u8, bytes)?
                 };
+                // Complete before the next `write` can change the host bytes under the copy.
+                backend.synchronize()?;
                 trace::copy_to_device(
                     self.device.id(),
                     backend.name(),

@@ -100,11 +100,14 @@ pub fn block_sum(x: &[f32], partial: &mut [f32]) {
         }
     }
     let mut mine = (acc[0] + acc[1]) + (acc[2] + acc[3]);
-    if gid < head.len() {
-        mine += head[gid];
-    }
-    if gid < tail.len() {
-        mine += tail[gid];
+    // The unaligned ends (up to 3 elements each) grid-stride too: a launch of fewer threads
+    // than that must still count every element.
+    for end in [head, tail] {
+        let mut j = gid;
+        while j < end.len() {
+            mine += end[j];
+            j += stride;
+        }
     }
     sums.write_mine(mine);
     sync_threads();

@@ -119,8 +119,8 @@ proptest! {
     }
 }
 
-/// `partial` against the per-block sums of `x` split as `block_sum` splits it: `head` elements
-/// one per thread, then `chunks` 16-byte chunks grid-stride, then the tail one per thread.
+/// `partial` against the per-block sums of `x` split as `block_sum` splits it: `head` elements,
+/// `chunks` 16-byte chunks and then the tail, each grid-stride over the threads.
 fn check_block_sums(
     x: &[f32],
     head: usize,
@@ -131,11 +131,11 @@ fn check_block_sums(
     let threads = per_block * partial.len();
     let owner = |e: usize| {
         if e < head {
-            e
+            e % threads
         } else if e < head + 4 * chunks {
             (e - head) / 4 % threads
         } else {
-            e - head - 4 * chunks
+            (e - head - 4 * chunks) % threads
         }
     };
     let mut exact = vec![0.0f64; partial.len()];

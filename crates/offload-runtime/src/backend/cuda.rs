@@ -449,8 +449,8 @@ impl Backend for CudaBackend {
                 return unsafe { staging.upload(stream, dst.0, src, bytes) }.map_err(failed);
             }
         }
-        // SAFETY: per the trait contract. From pageable memory the driver stages the bytes before
-        // returning, so the host memory is free to change afterwards.
+        // SAFETY: per the trait contract (`src` unchanged until the stream synchronizes: the
+        // driver reads page-locked memory during the DMA; pageable memory it stages first).
         unsafe {
             let src = std::slice::from_raw_parts(src, bytes);
             result::memcpy_htod_async(dst.0, src, stream)

@@ -84,11 +84,13 @@ pub trait Backend: Send + Sync + 'static {
     /// `ptr` came from this backend's `alloc` and is not used afterwards.
     unsafe fn free(&self, ptr: DevicePtr);
 
-    /// Copy `bytes` host bytes at `src` to `dst`, ordered after the queued work. The host memory
-    /// may be reused when it returns.
+    /// Copy `bytes` host bytes at `src` to `dst`, ordered after the queued work. From pageable
+    /// memory the bytes are taken before it returns; from page-locked memory (`PinnedVec`) the
+    /// copy is only queued, and reads `src` until the queue has synchronized.
     ///
     /// # Safety
-    /// `src..src+bytes` is readable and `dst` holds at least `bytes` bytes.
+    /// `src..src+bytes` is readable, stays unchanged until `synchronize` returns, and `dst` holds
+    /// at least `bytes` bytes.
     unsafe fn copy_to_device(&self, dst: DevicePtr, src: *const u8, bytes: usize) -> Result<()>;
 
     /// Queue a copy of `bytes` device bytes at `src` to host memory at `dst`, after the queued
