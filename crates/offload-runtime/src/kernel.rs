@@ -226,13 +226,7 @@ pub fn launch(
     device.check_host_live()?;
     let shape = launch.resolve(kernel.name, &device, args)?;
     tracing::debug!(kernel = kernel.name, device = %device.name(), grid = ?shape.grid, block = ?shape.block, "launch");
-    let mut report = LaunchReport {
-        kernel: kernel.name,
-        device: device.name().to_string(),
-        grid: Some(shape.grid),
-        block: Some(shape.block),
-        ..LaunchReport::default()
-    };
+    let mut report = LaunchReport::new(kernel.name, &device, shape);
     match device.offload_backend() {
         None => {
             let start = Instant::now();
