@@ -143,6 +143,19 @@ impl<'a> KernelArg<'a> {
         })
     }
 
+    /// `len` elements of `T` at `addr` on the device with id `device` (`DeviceVec`, a region's
+    /// mapped handle, a stream scope's device slice).
+    pub(crate) fn resident<T>(device: usize, addr: u64, len: usize, writable: bool) -> Self {
+        Self::new(ArgData::Resident {
+            device,
+            addr,
+            len,
+            elem_size: size_of::<T>(),
+            elem_align: std::mem::align_of::<T>(),
+            writable,
+        })
+    }
+
     pub(crate) fn new(data: ArgData) -> Self {
         KernelArg {
             data,

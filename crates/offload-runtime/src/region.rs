@@ -14,14 +14,14 @@
 
 use crate::backend::{Backend, DevicePtr};
 use crate::device::{default_device, Device};
-use crate::kernel::{ArgData, KernelArg};
+use crate::kernel::KernelArg;
 use crate::map::{HostSlice, HostSliceMut};
 use crate::present::{self, Key};
 use crate::{trace, Error, Result};
 use offload_kernel::DeviceCopy;
 use std::alloc::Layout;
 use std::marker::PhantomData;
-use std::mem::{align_of, size_of};
+use std::mem::size_of;
 use std::sync::Mutex;
 use std::time::Instant;
 
@@ -306,14 +306,7 @@ impl<'r, T: DeviceCopy> Mapped<'r, T> {
     }
 
     pub(crate) fn kernel_arg<'a>(&self) -> KernelArg<'a> {
-        KernelArg::new(ArgData::Resident {
-            device: self.device,
-            addr: self.addr,
-            len: self.len,
-            elem_size: size_of::<T>(),
-            elem_align: align_of::<T>(),
-            writable: false,
-        })
+        KernelArg::resident::<T>(self.device, self.addr, self.len, false)
     }
 }
 
@@ -344,14 +337,7 @@ impl<T: DeviceCopy> MappedMut<'_, T> {
     }
 
     pub(crate) fn kernel_arg<'a>(&self, writable: bool) -> KernelArg<'a> {
-        KernelArg::new(ArgData::Resident {
-            device: self.device.id(),
-            addr: self.addr,
-            len: self.len,
-            elem_size: size_of::<T>(),
-            elem_align: align_of::<T>(),
-            writable,
-        })
+        KernelArg::resident::<T>(self.device.id(), self.addr, self.len, writable)
     }
 
     fn host(&mut self) -> &mut [T] {
