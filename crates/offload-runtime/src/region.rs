@@ -28,7 +28,9 @@ use std::time::Instant;
 /// What `Error::OutOfMemory` names when a region's map does not fit.
 const REGION: &str = "offload::region";
 
-/// Run `body` in a data region on the default device (see the [module](self) docs).
+/// Run `body` in a data region on the default device: what it maps through [`Region`] stays on
+/// the device until it returns (longer if an enclosing region mapped it too), and `from`/`tofrom`
+/// data is copied back at its final unmap if `body` returned `Ok`, not if it failed.
 ///
 /// ```ignore
 /// offload::region(|r| {

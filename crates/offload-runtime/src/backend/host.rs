@@ -1,7 +1,7 @@
 //! The host CPU backend: runs every GPU thread of the grid as a call of the kernel's host entry,
 //! blocks in parallel on rayon's pool, the threads of a block as coroutines (`scheduler`) so that
-//! barriers and per-block shared memory behave as on a GPU. Inputs are read in place; outputs are written to a copy
-//! that replaces the caller's slice only when no thread panicked.
+//! barriers and per-block shared memory behave as on a GPU. Inputs are read in place; outputs
+//! are written to a copy that replaces the caller's slice only when no thread panicked.
 
 pub mod scheduler;
 
