@@ -13,14 +13,21 @@ pub fn initial_grid(width: u32, height: u32) -> Vec<f32> {
     grid
 }
 
-/// `sweeps` (even) sweeps over `grid` with plain CPU loops.
-pub fn on_cpu(width: u32, height: u32, grid: &mut [f32], sweeps: usize) {
+/// How many two-sweep steps make `sweeps`, which must be even: the sweeps alternate between two
+/// grids, so that the result ends in the caller's.
+fn sweep_pairs(sweeps: usize) -> usize {
     assert!(
         sweeps.is_multiple_of(2),
         "sweeps alternate between two grids"
     );
+    sweeps / 2
+}
+
+/// `sweeps` (even) sweeps over `grid` with plain CPU loops.
+pub fn on_cpu(width: u32, height: u32, grid: &mut [f32], sweeps: usize) {
+    let pairs = sweep_pairs(sweeps);
     let mut next = grid.to_vec();
-    for _ in 0..sweeps / 2 {
+    for _ in 0..pairs {
         reference::jacobi2d(width, height, grid, &mut next);
         reference::jacobi2d(width, height, &next, grid);
     }
@@ -35,12 +42,9 @@ pub fn per_launch(
     grid: &mut [f32],
     sweeps: usize,
 ) -> offload::Result<()> {
-    assert!(
-        sweeps.is_multiple_of(2),
-        "sweeps alternate between two grids"
-    );
+    let pairs = sweep_pairs(sweeps);
     let mut next = grid.to_vec();
-    for _ in 0..sweeps / 2 {
+    for _ in 0..pairs {
         kernels::jacobi2d::launch(Launch::on(device), width, height, &*grid, from(&mut next))?;
         kernels::jacobi2d::launch(Launch::on(device), width, height, &next, from(&mut *grid))?;
     }
@@ -56,15 +60,12 @@ pub fn in_region(
     grid: &mut [f32],
     sweeps: usize,
 ) -> offload::Result<()> {
-    assert!(
-        sweeps.is_multiple_of(2),
-        "sweeps alternate between two grids"
-    );
+    let pairs = sweep_pairs(sweeps);
     let mut scratch = vec![0.0f32; grid.len()];
     offload::region_on(device, |r| {
         let mut a = r.tofrom(&mut *grid)?;
         let mut b = r.alloc(&mut scratch)?;
-        for _ in 0..sweeps / 2 {
+        for _ in 0..pairs {
             kernels::jacobi2d::launch(Launch::on(device), width, height, &a, &mut b)?;
             kernels::jacobi2d::launch(Launch::on(device), width, height, &b, &mut a)?;
         }

@@ -114,7 +114,7 @@ integer_atomic!(u64, AtomicU64);
 
 /// Float atomics on the bits, through the unsigned core atomic of the same width.
 macro_rules! float_atomic {
-    ($t:ty, $bits:ty, $core:ty, $ptx_add:literal, $reg:ident) => {
+    ($t:ty, $bits:ty, $core:ty, $ptx_add:literal, $reg:ident $(, #[$update_cfg:meta])?) => {
         const _: () = assert!(
             core::mem::align_of::<$core>() == core::mem::align_of::<$t>()
                 && core::mem::size_of::<$core>() == core::mem::size_of::<$t>()
@@ -130,6 +130,7 @@ macro_rules! float_atomic {
 
             /// Replaces the value by `update(value)` atomically (a compare-exchange loop);
             /// returns the previous value.
+            $(#[$update_cfg])?
             #[inline(always)]
             fn fetch_update(&self, update: impl Fn($t) -> $t) -> $t {
                 let mut old = self.bits().load(Relaxed);
@@ -193,7 +194,15 @@ macro_rules! float_atomic {
 }
 
 float_atomic!(f32, u32, AtomicU32, "atom.add.f32", reg32);
-float_atomic!(f64, u64, AtomicU64, "atom.add.f64", reg64);
+// f64 has no min/max, and the GPU adds with `atom.add.f64`: only the host's addition loops.
+float_atomic!(
+    f64,
+    u64,
+    AtomicU64,
+    "atom.add.f64",
+    reg64,
+    #[cfg(not(target_arch = "nvptx64"))]
+);
 
 impl Atomic<f32> {
     /// Stores `f32::min(value, v)`; returns the previous value.

@@ -279,3 +279,22 @@ pub(crate) fn resolve_device(kernel: &Kernel, named: Option<&Device>) -> Result<
     }
     Ok(device)
 }
+
+/// `Err(WrongDevice)` unless data resident on the device with id `resident_on` is on the device
+/// with id `device_id` (named `device_name`), where `kernel` (or the named operation) uses it.
+pub(crate) fn check_resident(
+    kernel: &'static str,
+    device_id: usize,
+    device_name: &str,
+    resident_on: usize,
+) -> Result<()> {
+    if resident_on == device_id {
+        return Ok(());
+    }
+    Err(Error::WrongDevice {
+        kernel,
+        device: device_name.to_string(),
+        resident_on: Device::by_id(resident_on)
+            .map_or("another device".to_string(), |d| d.name().to_string()),
+    })
+}

@@ -12,12 +12,11 @@
 //! On the host device it is host memory, and queued work is done at once.
 
 use crate::backend::{Backend, DevicePtr};
-use crate::kernel::{ArgData, KernelArg};
+use crate::kernel::KernelArg;
 use crate::map::{InArg, OutArg};
 use offload_kernel::DeviceCopy;
 use std::alloc::{alloc_zeroed, dealloc, handle_alloc_error, Layout};
 use std::marker::PhantomData;
-use std::mem::{align_of, size_of};
 use std::sync::Arc;
 
 /// `len` elements of `T` in a stream scope's device memory.
@@ -52,14 +51,7 @@ impl<T: DeviceCopy> DeviceSlice<'_, T> {
     }
 
     fn kernel_arg<'a>(&self, writable: bool) -> KernelArg<'a> {
-        KernelArg::new(ArgData::Resident {
-            device: self.device_id,
-            addr: self.addr,
-            len: self.len,
-            elem_size: size_of::<T>(),
-            elem_align: align_of::<T>(),
-            writable,
-        })
+        KernelArg::resident::<T>(self.device_id, self.addr, self.len, writable)
     }
 }
 

@@ -4,10 +4,10 @@
 //! [`DeviceVec::to_vec`]. On the host device it is host memory.
 
 use crate::backend::{Backend, DevicePtr};
-use crate::kernel::{ArgData, KernelArg};
+use crate::kernel::KernelArg;
 use crate::{trace, Device, Error, Result};
 use offload_kernel::DeviceCopy;
-use std::mem::{align_of, size_of};
+use std::mem::size_of;
 use std::time::Instant;
 
 pub struct DeviceVec<T: DeviceCopy> {
@@ -159,14 +159,7 @@ impl<T: DeviceCopy> DeviceVec<T> {
             Storage::Host(v) => v.as_ptr() as u64,
             Storage::Gpu { ptr, .. } => ptr.0,
         };
-        KernelArg::new(ArgData::Resident {
-            device: self.device.id(),
-            addr,
-            len: self.len(),
-            elem_size: size_of::<T>(),
-            elem_align: align_of::<T>(),
-            writable,
-        })
+        KernelArg::resident::<T>(self.device.id(), addr, self.len(), writable)
     }
 }
 

@@ -143,6 +143,19 @@ impl<'a> KernelArg<'a> {
         })
     }
 
+    /// `len` elements of `T` at `addr` on the device with id `device` (`DeviceVec`, a region's
+    /// mapped handle, a stream scope's device slice).
+    pub(crate) fn resident<T>(device: usize, addr: u64, len: usize, writable: bool) -> Self {
+        Self::new(ArgData::Resident {
+            device,
+            addr,
+            len,
+            elem_size: size_of::<T>(),
+            elem_align: std::mem::align_of::<T>(),
+            writable,
+        })
+    }
+
     pub(crate) fn new(data: ArgData) -> Self {
         KernelArg {
             data,
@@ -226,13 +239,7 @@ pub fn launch(
     device.check_host_live()?;
     let shape = launch.resolve(kernel.name, &device, args)?;
     tracing::debug!(kernel = kernel.name, device = %device.name(), grid = ?shape.grid, block = ?shape.block, "launch");
-    let mut report = LaunchReport {
-        kernel: kernel.name,
-        device: device.name().to_string(),
-        grid: Some(shape.grid),
-        block: Some(shape.block),
-        ..LaunchReport::default()
-    };
+    let mut report = LaunchReport::new(kernel.name, &device, shape);
     match device.offload_backend() {
         None => {
             let start = Instant::now();

@@ -14,7 +14,7 @@ pub const DEFAULT_ELEMENTS_PER_THREAD: u64 = 8;
 /// How to launch a kernel: on which device, with which grid and block. Anything left unset is
 /// chosen: the default device, blocks of 256 threads, and a grid sized from the longest
 /// `&mut [T]` argument (else the longest `&[T]`): enough blocks to fill the device, and beyond
-/// that one thread per [`DEFAULT_ELEMENTS_PER_THREAD`] elements. Kernels reach their elements
+/// that one thread per `DEFAULT_ELEMENTS_PER_THREAD` (8) elements. Kernels reach their elements
 /// through grid-stride views, so every shape gives the same results.
 #[derive(Clone, Copy, Default)]
 pub struct Launch<'d> {

@@ -2,9 +2,14 @@
 //! and the backend plugins that run kernels (the CUDA driver, and the host CPU).
 //!
 //! Layering: `kernel::launch` (what the generated launchers call) resolves the device and the
-//! launch shape, then hands the arguments either to the host backend, which runs the kernel's
-//! host entry in place on host memory, or to `transfer`, which moves the data through any
-//! [`backend::Backend`] plugin and launches the device image there.
+//! launch shape (`launch`), then hands the arguments either to the host backend, which runs the
+//! kernel's host entry in place on host memory (blocks on rayon, a block's threads as coroutines:
+//! `backend::host::scheduler`), or to `transfer`, which moves the data through any
+//! [`backend::Backend`] plugin and launches the device image there. `stream::enqueue` does the
+//! same on a stream's own queue without waiting. Around them: call-site map kinds (`map`), data
+//! regions (`region`) and their reference-counted present table (`present`), device-resident
+//! data (`DeviceVec`, a stream scope's `DeviceSlice`), page-locked host memory (`PinnedVec`),
+//! and the transfer trace (`trace`).
 
 pub mod backend;
 mod device;

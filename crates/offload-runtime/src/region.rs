@@ -14,21 +14,23 @@
 
 use crate::backend::{Backend, DevicePtr};
 use crate::device::{default_device, Device};
-use crate::kernel::{ArgData, KernelArg};
+use crate::kernel::KernelArg;
 use crate::map::{HostSlice, HostSliceMut};
 use crate::present::{self, Key};
 use crate::{trace, Error, Result};
 use offload_kernel::DeviceCopy;
 use std::alloc::Layout;
 use std::marker::PhantomData;
-use std::mem::{align_of, size_of};
+use std::mem::size_of;
 use std::sync::Mutex;
 use std::time::Instant;
 
 /// What `Error::OutOfMemory` names when a region's map does not fit.
 const REGION: &str = "offload::region";
 
-/// Run `body` in a data region on the default device (see the [module](self) docs).
+/// Run `body` in a data region on the default device: what it maps through [`Region`] stays on
+/// the device until it returns (longer if an enclosing region mapped it too), and `from`/`tofrom`
+/// data is copied back at its final unmap if `body` returned `Ok`, not if it failed.
 ///
 /// ```ignore
 /// offload::region(|r| {
@@ -310,14 +312,7 @@ impl<'r, T: DeviceCopy> Mapped<'r, T> {
     }
 
     pub(crate) fn kernel_arg<'a>(&self) -> KernelArg<'a> {
-        KernelArg::new(ArgData::Resident {
-            device: self.device,
-            addr: self.addr,
-            len: self.len,
-            elem_size: size_of::<T>(),
-            elem_align: align_of::<T>(),
-            writable: false,
-        })
+        KernelArg::resident::<T>(self.device, self.addr, self.len, false)
     }
 }
 
@@ -348,14 +343,7 @@ impl<T: DeviceCopy> MappedMut<'_, T> {
     }
 
     pub(crate) fn kernel_arg<'a>(&self, writable: bool) -> KernelArg<'a> {
-        KernelArg::new(ArgData::Resident {
-            device: self.device.id(),
-            addr: self.addr,
-            len: self.len,
-            elem_size: size_of::<T>(),
-            elem_align: align_of::<T>(),
-            writable,
-        })
+        KernelArg::resident::<T>(self.device.id(), self.addr, self.len, writable)
     }
 
     fn host(&mut self) -> &mut [T] {

@@ -1,6 +1,8 @@
 //! What the last launch on this thread did: bytes moved and where the time went. For benchmarks
 //! and for checking that data moved as expected.
 
+use crate::device::Device;
+use crate::launch::Shape;
 use offload_kernel::Dim3;
 use std::cell::RefCell;
 use std::time::Duration;
@@ -18,6 +20,19 @@ pub struct LaunchReport {
     /// drained every earlier operation (so it includes launch latency, a few microseconds).
     pub kernel_time: Duration,
     pub time_from_device: Duration,
+}
+
+impl LaunchReport {
+    /// The report of a launch of `kernel` on `device` in `shape`, before anything is measured.
+    pub(crate) fn new(kernel: &'static str, device: &Device, shape: Shape) -> Self {
+        LaunchReport {
+            kernel,
+            device: device.name().to_string(),
+            grid: Some(shape.grid),
+            block: Some(shape.block),
+            ..LaunchReport::default()
+        }
+    }
 }
 
 thread_local! {

@@ -20,12 +20,13 @@
 //! it. The host device runs each launch when it is queued, so its streams are complete when a
 //! call returns.
 
-use crate::backend::{Backend, DevicePtr, Param, QueueEvent};
-use crate::device::Device;
+use crate::backend::{Backend, DevicePtr, QueueEvent};
+use crate::device::{check_resident, Device};
 use crate::device_slice::{DeviceSlice, ScopeAllocation};
-use crate::kernel::{ArgData, Kernel, KernelArg, OutKind};
+use crate::kernel::{Kernel, KernelArg, OutKind};
 use crate::launch::Launch;
 use crate::report::LaunchReport;
+use crate::transfer::{kernel_params, HostData};
 use crate::{Error, Result};
 use offload_kernel::DeviceCopy;
 use std::marker::PhantomData;
@@ -235,14 +236,12 @@ impl<'scope> Stream<'scope> {
         dst: &'scope mut [T],
     ) -> Result<()> {
         let device = &self.queue.device;
-        if src.device_id != device.id() {
-            return Err(Error::WrongDevice {
-                kernel: "offload::Stream::download",
-                device: device.name().to_string(),
-                resident_on: Device::by_id(src.device_id)
-                    .map_or("another device".to_string(), |d| d.name().to_string()),
-            });
-        }
+        check_resident(
+            "offload::Stream::download",
+            device.id(),
+            device.name(),
+            src.device_id,
+        )?;
         if src.len() != dst.len() {
             return Err(Error::LengthMismatch {
                 what: "Stream::download",
@@ -358,13 +357,7 @@ pub fn enqueue(
         }
     }
     let shape = launch.resolve(kernel.name, device, args)?;
-    let mut report = LaunchReport {
-        kernel: kernel.name,
-        device: device.name().to_string(),
-        grid: Some(shape.grid),
-        block: Some(shape.block),
-        ..LaunchReport::default()
-    };
+    let mut report = LaunchReport::new(kernel.name, device, shape);
     let Some(backend) = &stream.queue.backend else {
         let start = Instant::now();
         crate::backend::host::run(kernel, device, shape, args)?;
@@ -413,70 +406,27 @@ fn queue_launch(
     report: &mut LaunchReport,
 ) -> Result<()> {
     let device = &stream.queue.device;
-    let mut params = Vec::with_capacity(args.len() * 2);
     let mut copy_back = Vec::new();
-    let mut resident = false;
-    for arg in args {
-        let (device_ptr, len) = match arg.data {
-            ArgData::Value { ptr, size } => {
-                params.push(Param::Value { ptr, size });
-                continue;
-            }
-            ArgData::Resident {
-                device: on,
-                addr,
-                len,
-                ..
-            } => {
-                if on != device.id() {
-                    return Err(Error::WrongDevice {
-                        kernel: kernel.name,
-                        device: device.name().to_string(),
-                        resident_on: Device::by_id(on)
-                            .map_or("another device".to_string(), |d| d.name().to_string()),
-                    });
-                }
-                resident = true;
-                (DevicePtr(addr), len)
-            }
-            ArgData::Slice { len, .. } | ArgData::SliceMut { len, .. }
-                if arg.data.slice_bytes() == 0 =>
-            {
-                (DevicePtr(0), len)
-            }
-            ArgData::Slice {
+    let (params, resident) = kernel_params(kernel, device.id(), device.name(), args, |data| {
+        match data {
+            HostData::Input {
                 present_only: true, ..
-            } => {
-                return Err(Error::InvalidLaunch {
-                    kernel: kernel.name,
-                    device: device.name().to_string(),
-                    reason: "a stream does not look data regions up: pass the region's mapped \
-                             handle instead of present(..)"
-                        .to_string(),
-                })
-            }
-            ArgData::Slice {
-                ptr,
-                len,
-                elem_size,
-                ..
-            } => {
-                let bytes = len * elem_size;
+            } => Err(Error::InvalidLaunch {
+                kernel: kernel.name,
+                device: device.name().to_string(),
+                reason: "a stream does not look data regions up: pass the region's mapped \
+                         handle instead of present(..)"
+                    .to_string(),
+            }),
+            HostData::Input { ptr, bytes, .. } => {
                 let d = alloc(backend, kernel, bytes, buffers)?;
                 // SAFETY: the host slice is borrowed for the stream's scope, which outlives the
                 // copy; `d` holds `bytes`.
                 unsafe { backend.copy_to_device(d, ptr, bytes)? };
                 report.bytes_to_device += bytes;
-                (d, len)
+                Ok(d)
             }
-            ArgData::SliceMut {
-                ptr,
-                len,
-                elem_size,
-                kind,
-                ..
-            } => {
-                let bytes = len * elem_size;
+            HostData::Output { ptr, bytes, kind } => {
                 let d = alloc(backend, kernel, bytes, buffers)?;
                 if matches!(kind, OutKind::ToFrom | OutKind::To) {
                     // SAFETY: as for `&[T]` above.
@@ -489,13 +439,11 @@ fn queue_launch(
                 if matches!(kind, OutKind::ToFrom | OutKind::From) {
                     copy_back.push((ptr, d, bytes));
                 }
-                (d, len)
+                Ok(d)
             }
-        };
-        params.push(Param::Word(device_ptr.0));
-        params.push(Param::Word(len as u64));
-    }
-    if resident {
+        }
+    })?;
+    if resident > 0 {
         stream.after_device_queue()?;
     }
     backend.launch(kernel, shape, &params)?;

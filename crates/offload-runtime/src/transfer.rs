@@ -6,7 +6,7 @@
 //! every device copy made for the launch is released on every exit path.
 
 use crate::backend::{Backend, DevicePtr, Param};
-use crate::device::Device;
+use crate::device::check_resident;
 use crate::kernel::{ArgData, Kernel, KernelArg, OutKind};
 use crate::launch::Shape;
 use crate::present::{self, Key};
@@ -78,6 +78,85 @@ impl Buffers<'_> {
     }
 }
 
+/// A non-empty host slice argument of a GPU launch, for the caller of [`kernel_params`] to place
+/// on the device.
+pub(crate) enum HostData {
+    /// `&[T]`; `present_only` for `present(..)`.
+    Input {
+        ptr: *const u8,
+        bytes: usize,
+        present_only: bool,
+    },
+    /// `&mut [T]`, moved as `kind` says.
+    Output {
+        ptr: *mut u8,
+        bytes: usize,
+        kind: OutKind,
+    },
+}
+
+/// The parameters of a launch of `kernel` on the GPU with id `device_id` (named `device_name`),
+/// and how many arguments were already on it: values by value, device-resident data as it is,
+/// empty slices as null, other host slices where `place` put them. Slices pass as (address,
+/// length).
+pub(crate) fn kernel_params(
+    kernel: &Kernel,
+    device_id: usize,
+    device_name: &str,
+    args: &[KernelArg<'_>],
+    mut place: impl FnMut(HostData) -> Result<DevicePtr>,
+) -> Result<(Vec<Param>, usize)> {
+    let mut params = Vec::with_capacity(args.len() * 2);
+    let mut resident = 0;
+    for arg in args {
+        let (device_ptr, len) = match arg.data {
+            ArgData::Value { ptr, size } => {
+                params.push(Param::Value { ptr, size });
+                continue;
+            }
+            ArgData::Resident {
+                device, addr, len, ..
+            } => {
+                check_resident(kernel.name, device_id, device_name, device)?;
+                resident += 1;
+                (DevicePtr(addr), len)
+            }
+            ArgData::Slice { len, .. } | ArgData::SliceMut { len, .. }
+                if arg.data.slice_bytes() == 0 =>
+            {
+                (DevicePtr(0), len)
+            }
+            ArgData::Slice {
+                ptr,
+                len,
+                elem_size,
+                present_only,
+            } => {
+                let bytes = len * elem_size;
+                let input = HostData::Input {
+                    ptr,
+                    bytes,
+                    present_only,
+                };
+                (place(input)?, len)
+            }
+            ArgData::SliceMut {
+                ptr,
+                len,
+                elem_size,
+                kind,
+                ..
+            } => {
+                let bytes = len * elem_size;
+                (place(HostData::Output { ptr, bytes, kind })?, len)
+            }
+        };
+        params.push(Param::Word(device_ptr.0));
+        params.push(Param::Word(len as u64));
+    }
+    Ok((params, resident))
+}
+
 pub(crate) fn launch_mapped(
     backend: &dyn Backend,
     device_id: usize,
@@ -94,40 +173,14 @@ pub(crate) fn launch_mapped(
         retained: Vec::new(),
     };
     let mut summary = LaunchSummary::default();
-    let mut params = Vec::with_capacity(args.len() * 2);
     let mut copy_back = Vec::new();
-    for arg in args.iter() {
-        let (device_ptr, len) = match arg.data {
-            ArgData::Value { ptr, size } => {
-                params.push(Param::Value { ptr, size });
-                continue;
-            }
-            ArgData::Resident {
-                device, addr, len, ..
-            } => {
-                if device != device_id {
-                    return Err(Error::WrongDevice {
-                        kernel: kernel.name,
-                        device: backend.name().to_string(),
-                        resident_on: Device::by_id(device)
-                            .map_or("another device".to_string(), |d| d.name().to_string()),
-                    });
-                }
-                summary.resident += 1;
-                (DevicePtr(addr), len)
-            }
-            ArgData::Slice { len, .. } | ArgData::SliceMut { len, .. }
-                if arg.data.slice_bytes() == 0 =>
-            {
-                (DevicePtr(0), len)
-            }
-            ArgData::Slice {
+    let (params, resident) = kernel_params(kernel, device_id, backend.name(), args, |data| {
+        match data {
+            HostData::Input {
                 ptr,
-                len,
-                elem_size,
+                bytes,
                 present_only,
             } => {
-                let bytes = len * elem_size;
                 let found =
                     present::table().retain(device_id, backend.name(), ptr as usize, bytes)?;
                 match found {
@@ -135,43 +188,33 @@ pub(crate) fn launch_mapped(
                         buffers.retained.push(found.key);
                         trace::present(backend.name(), ptr as usize, bytes, found.refs);
                         summary.present += 1;
-                        (found.device, len)
+                        Ok(found.device)
                     }
-                    None if present_only => {
-                        return Err(Error::NotPresent {
-                            device: backend.name().to_string(),
-                            host: ptr as usize,
-                            bytes,
-                        })
-                    }
+                    None if present_only => Err(Error::NotPresent {
+                        device: backend.name().to_string(),
+                        host: ptr as usize,
+                        bytes,
+                    }),
                     None => {
                         summary.copied += 1;
-                        (buffers.map(kernel.name, ptr, bytes, true, report)?, len)
+                        buffers.map(kernel.name, ptr, bytes, true, report)
                     }
                 }
             }
             // A `&mut` borrow cannot alias mapped data (every map holds a borrow of its host
             // bytes), so outputs are never present: each gets its own device copy.
-            ArgData::SliceMut {
-                ptr,
-                len,
-                elem_size,
-                kind,
-                ..
-            } => {
-                let bytes = len * elem_size;
+            HostData::Output { ptr, bytes, kind } => {
                 let copy_in = matches!(kind, OutKind::ToFrom | OutKind::To);
                 let device = buffers.map(kernel.name, ptr, bytes, copy_in, report)?;
                 if matches!(kind, OutKind::ToFrom | OutKind::From) {
                     copy_back.push((ptr, device, bytes));
                 }
                 summary.copied += 1;
-                (device, len)
+                Ok(device)
             }
-        };
-        params.push(Param::Word(device_ptr.0));
-        params.push(Param::Word(len as u64));
-    }
+        }
+    })?;
+    summary.resident += resident;
     // Drain the copies first, so that the kernel's time is its own.
     backend.synchronize()?;
     // Launch to panic check, one launch at a time: otherwise another thread's synchronize could

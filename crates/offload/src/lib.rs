@@ -46,11 +46,20 @@
 //!
 //! ## The soundness rule for outputs
 //! A `&mut [T]` parameter is seen inside the kernel as a [`ThreadSlice`]: safe code can reach only
-//! the elements the running thread owns ([`ThreadSlice::mine`], [`ThreadSlice::iter_mine`]), so the
-//! threads of one launch never touch the same element and a launch cannot race. Writing anywhere
-//! else is `unsafe` ([`ThreadSlice::at`]) under the contract that no two threads reach one element.
+//! the elements the running thread owns ([`ThreadSlice::iter_mine`]), so the threads of one
+//! launch never touch the same element and a launch cannot race. Writing anywhere else is
+//! `unsafe` ([`ThreadSlice::at`]) under the contract that no two threads reach one element.
 //! `&[T]` parameters are read-only for every thread; scalars and `#[repr(C)]` structs
-//! ([`DeviceCopy`]) go by value.
+//! ([`DeviceCopy`]) go by value. Threads exchange data through a `&[Atomic<T>]` parameter
+//! ([`Atomic`], safe), warp operations ([`warp_sum`], [`shuffle`]…, safe) or per-block shared
+//! memory ([`shared!`], [`dynamic_shared`]: a [`SharedSlice`] whose reads and writes are
+//! `unsafe`, ordered by the [`sync_threads`] barrier).
+//!
+//! ## Streams
+//! Every kernel also gets `NAME::enqueue(&stream, launch, args…)`, which queues the launch and
+//! returns. Streams live in a [`scope`] that waits for all of them before it returns, so the data
+//! they use stays borrowed until then; [`DeviceSlice`]s keep data on the device between queued
+//! kernels.
 #![cfg_attr(any(target_arch = "nvptx64", target_arch = "amdgpu"), no_std)]
 
 pub use offload_kernel::*;

@@ -58,10 +58,7 @@ fn region(device: &Device, n: usize) -> Result<(), Box<dyn std::error::Error>> {
             }
         }
         let (time, moved) = (start.elapsed(), offload::trace::thread_counters() - before);
-        if y.iter()
-            .zip(&expected)
-            .any(|(a, b)| a.to_bits() != b.to_bits())
-        {
+        if bit_mismatches(&y, &expected) > 0 {
             return Err("the region loop differs from the CPU loop".into());
         }
         let how = if in_region {
@@ -106,6 +103,14 @@ fn sweep_saxpy_shapes(device: &Device, n: usize) -> Result<(), Box<dyn std::erro
     Ok(())
 }
 
+/// Elements of `got` whose bits differ from `expected`'s (kernels match the CPU loops exactly).
+fn bit_mismatches(got: &[f32], expected: &[f32]) -> usize {
+    got.iter()
+        .zip(expected)
+        .filter(|(g, e)| g.to_bits() != e.to_bits())
+        .count()
+}
+
 fn gbps(bytes: usize, time: Duration) -> f64 {
     bytes as f64 / time.as_secs_f64() / 1e9
 }
@@ -128,11 +133,7 @@ fn saxpy(device: &Device, n: usize) -> Result<(), Box<dyn std::error::Error>> {
         best = best.min(report.kernel_time);
     }
     let report = offload::last_launch().unwrap();
-    let mismatches = y
-        .iter()
-        .zip(&expected)
-        .filter(|(g, e)| g.to_bits() != e.to_bits())
-        .count();
+    let mismatches = bit_mismatches(&y, &expected);
     // Bytes the kernel must move: read x and y, write y.
     let bytes = 3 * n * std::mem::size_of::<f32>();
     println!(
@@ -176,11 +177,7 @@ fn stencil(device: &Device, n: usize) -> Result<(), Box<dyn std::error::Error>> 
     let mut output = vec![f32::NAN; n];
     kernels::stencil5::launch(Launch::on(device), grid, &input, &mut output)?;
     let report = offload::last_launch().unwrap();
-    let mismatches = output
-        .iter()
-        .zip(&expected)
-        .filter(|(g, e)| g.to_bits() != e.to_bits())
-        .count();
+    let mismatches = bit_mismatches(&output, &expected);
     println!(
         "stencil {width}x{height}: kernel {:.3} ms = {:.0} GB/s (read + write once); {}",
         report.kernel_time.as_secs_f64() * 1e3,

@@ -1,11 +1,11 @@
 //! The host CPU backend: runs every GPU thread of the grid as a call of the kernel's host entry,
 //! blocks in parallel on rayon's pool, the threads of a block as coroutines (`scheduler`) so that
-//! barriers and per-block shared memory behave as on a GPU. Inputs are read in place; outputs are written to a copy
-//! that replaces the caller's slice only when no thread panicked.
+//! barriers and per-block shared memory behave as on a GPU. Inputs are read in place; outputs
+//! are written to a copy that replaces the caller's slice only when no thread panicked.
 
 pub mod scheduler;
 
-use crate::device::Device;
+use crate::device::{check_resident, Device};
 use crate::kernel::{ArgData, Kernel, KernelArg, OutKind};
 use crate::launch::{Limits, Shape};
 use crate::{Error, Result};
@@ -155,14 +155,7 @@ pub(crate) fn run(
                 elem_align,
                 writable,
             } => {
-                if resident != device.id() {
-                    return Err(Error::WrongDevice {
-                        kernel: kernel.name,
-                        device: device.name().to_string(),
-                        resident_on: Device::by_id(resident)
-                            .map_or("another device".to_string(), |d| d.name().to_string()),
-                    });
-                }
+                check_resident(kernel.name, device.id(), device.name(), resident)?;
                 if writable {
                     ArgData::SliceMut {
                         ptr: addr as *mut u8,

@@ -1,7 +1,9 @@
-//! Backend plugins. A GPU backend implements [`Backend`]: memory, copies, and launching an
-//! entry point of a device image; `transfer` drives it for every launch, so a new plugin
-//! (LLVM liboffload, AMD) needs no change elsewhere. The host CPU is the built-in fallback and
-//! runs kernels in place on host memory.
+//! Backend plugins. A GPU backend implements [`Backend`]: memory, copies, launching an entry
+//! point of a device image, its panic records, queues of its own with events (for streams) and
+//! release; `transfer`, `region` and `stream` drive it, so a new plugin (LLVM liboffload, AMD)
+//! needs no change elsewhere. `cuda` is the CUDA driver (pageable copies staged through
+//! `cuda_staging`'s pinned buffers); `mock` is an in-memory GPU for the runtime's own tests. The
+//! host CPU (`host`) is the built-in fallback and runs kernels in place on host memory.
 
 pub mod cuda;
 mod cuda_staging;
@@ -16,10 +18,10 @@ use std::any::Any;
 use std::sync::{Arc, MutexGuard};
 use std::time::Duration;
 
-/// The GPU plugins, in the order their devices are listed. A new plugin is one more entry.
 /// A plugin's discovery: its devices, or why it has none.
 type Discover = fn() -> Result<Vec<Arc<dyn Backend>>, String>;
 
+/// The GPU plugins, in the order their devices are listed. A new plugin is one more entry.
 const PLUGINS: &[(&str, Discover)] = &[("CUDA", cuda::discover)];
 
 /// The devices of every plugin, and for each plugin that found none, why.
