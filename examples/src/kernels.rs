@@ -6,12 +6,11 @@ use offload::prelude::*;
 
 pub mod block;
 
-/// `y = a * x + y`.
+/// `y = a * x + y`, reading and writing 16 bytes (four elements) at a time where `x` and `y`
+/// are aligned alike.
 #[offload::kernel]
 pub fn saxpy(a: f32, x: &[f32], y: &mut [f32]) {
-    for (i, y) in y.iter_mine() {
-        *y += a * x[i];
-    }
+    y.update_mine_wide(x, |y, x| y + a * x);
 }
 
 /// Parameters of the 2D stencil, passed by value.
@@ -112,12 +111,11 @@ pub mod warps;
 
 /// `y = a * x + y` in any precision: one generic kernel, one device entry per declared element
 /// type (`axpy__f32`, `axpy__f64`, `axpy__f16`, `axpy__bf16`). Half precision computes through
-/// f32 (the `half` crate's arithmetic), the same way on the GPU and the host.
+/// f32 (the `half` crate's arithmetic), the same way on the GPU and the host. Reads and writes
+/// 16 bytes at a time where `x` and `y` are aligned alike.
 #[offload::kernel(instances(T = f32 | f64 | f16 | bf16))]
-pub fn axpy<T: Copy + Add<Output = T> + Mul<Output = T>>(a: T, x: &[T], y: &mut [T]) {
-    for (i, y) in y.iter_mine() {
-        *y = a * x[i] + *y;
-    }
+pub fn axpy<T: WideElement + Add<Output = T> + Mul<Output = T>>(a: T, x: &[T], y: &mut [T]) {
+    y.update_mine_wide(x, |y, x| a * x + y);
 }
 
 /// Element types of the small-matrix kernel. `num_traits` (a `no_std` crate from crates.io,
@@ -167,4 +165,11 @@ pub fn iota_fixed(x: *mut [f64; 256], offset: f64, step: &f64) {
         unsafe { (*x)[k] = offset + *step * k as f64 };
         k += global_threads();
     }
+}
+
+/// `y += x` on bytes, wrapping. With sixteen bytes per wide access it has the finest cut into
+/// chunks and ends, which the tests use to see every element updated exactly once.
+#[offload::kernel]
+pub fn add_bytes(x: &[u8], y: &mut [u8]) {
+    y.update_mine_wide(x, |y, x| y.wrapping_add(x));
 }

@@ -3,7 +3,7 @@
 mod common;
 
 use offload::Device;
-use offload_examples::kernels;
+use offload_examples::{kernels, reference};
 
 fn host() -> Device {
     Device::host()
@@ -132,4 +132,106 @@ mod mapping {
         jacobi_matches_cpu_with_and_without_region,
         regions_on_eight_threads,
     );
+}
+
+/// Launch shapes for the wide-access tests: the default, a single thread, odd 3D blocks and grid.
+fn odd_shapes(device: &Device) -> Vec<offload::Launch<'_>> {
+    vec![
+        offload::Launch::on(device),
+        offload::Launch::on(device).grid(1).block(1),
+        offload::Launch::on(device).grid((2, 3, 1)).block((3, 1, 2)),
+        offload::Launch::on(device).grid(7).block(5),
+    ]
+}
+
+/// The index in `buf` whose address lies `residue` bytes past a 16-byte boundary.
+fn at_residue<T>(buf: &[T], residue: usize) -> usize {
+    let size = std::mem::size_of::<T>();
+    (residue + 16 - buf.as_ptr() as usize % 16) % 16 / size
+}
+
+/// `update_mine_wide` updates every output element exactly once, with the input element of the
+/// same index, and nothing outside the output: for every offset of the output from a 16-byte
+/// boundary, inputs aligned alike and otherwise (and longer than the output), odd lengths, and
+/// launch shapes down to one thread. Bytes give the finest cut (16 per chunk).
+#[test]
+fn wide_update_reaches_every_element_once_at_any_alignment_and_shape() {
+    let device = host();
+    for len in [0usize, 1, 15, 16, 17, 47, 1001] {
+        let x: Vec<u8> = (0..len + 40).map(|i| (i * 7 + 1) as u8).collect();
+        let y0: Vec<u8> = (0..len + 40).map(|i| (i * 13 + 5) as u8).collect();
+        for out_residue in 0..16 {
+            for in_residue in [0, 1, 2, 7, 8, 15, out_residue] {
+                let (out_at, in_at) = (at_residue(&y0, out_residue), at_residue(&x, in_residue));
+                let input = &x[in_at..in_at + len + 5];
+                for launch in odd_shapes(&device) {
+                    let mut y = y0.clone();
+                    kernels::add_bytes::launch(launch, input, &mut y[out_at..out_at + len])
+                        .unwrap();
+                    for (i, (&got, &before)) in y.iter().zip(&y0).enumerate() {
+                        let want = if (out_at..out_at + len).contains(&i) {
+                            before.wrapping_add(input[i - out_at])
+                        } else {
+                            before
+                        };
+                        assert_eq!(
+                            got, want,
+                            "len {len}, output at +{out_residue}, input at +{in_residue}, element {i}"
+                        );
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// saxpy and axpy<f16> through the wide path equal the CPU loop bit for bit (NaN, infinities and
+/// subnormals among the values) whether or not `x` and `y` are aligned alike.
+#[test]
+fn wide_saxpy_and_half_axpy_match_cpu_at_any_alignment() {
+    use offload::half::f16;
+    let device = host();
+    let len = 1003;
+    let mut x = common::floats(len + 8, 21);
+    let mut y0 = common::floats(len + 8, 22);
+    x[5] = f32::NAN;
+    y0[9] = f32::INFINITY;
+    x[17] = f32::MIN_POSITIVE / 8.0;
+    let (xh, yh0): (Vec<f16>, Vec<f16>) = (
+        x.iter().map(|&v| f16::from_f32(v * 100.0)).collect(),
+        y0.iter().map(|&v| f16::from_f32(v * 100.0)).collect(),
+    );
+    for out_residue in [0, 4, 8, 12] {
+        for in_residue in [0, 4, 12] {
+            let (o, i) = (at_residue(&y0, out_residue), at_residue(&x, in_residue));
+            for launch in odd_shapes(&device) {
+                let mut expected = y0.clone();
+                reference::saxpy(1.5, &x[i..i + len], &mut expected[o..o + len]);
+                let mut y = y0.clone();
+                kernels::saxpy::launch(launch, 1.5, &x[i..i + len], &mut y[o..o + len]).unwrap();
+                assert!(
+                    common::same_bits(&y, &expected),
+                    "saxpy +{out_residue} +{in_residue}"
+                );
+            }
+        }
+    }
+    for out_residue in [0, 2, 6, 14] {
+        for in_residue in [0, 2, 14] {
+            let (o, i) = (at_residue(&yh0, out_residue), at_residue(&xh, in_residue));
+            for launch in odd_shapes(&device) {
+                let a = f16::from_f32(-0.75);
+                let mut expected = yh0.clone();
+                reference::axpy(a, &xh[i..i + len], &mut expected[o..o + len]);
+                let mut y = yh0.clone();
+                kernels::axpy::launch(launch, a, &xh[i..i + len], &mut y[o..o + len]).unwrap();
+                let bits = |v: &[f16]| v.iter().map(|h| h.to_bits()).collect::<Vec<_>>();
+                assert_eq!(
+                    bits(&y),
+                    bits(&expected),
+                    "axpy<f16> +{out_residue} +{in_residue}"
+                );
+            }
+        }
+    }
 }

@@ -26,6 +26,7 @@ mod shared;
 mod sync;
 mod thread_slice;
 mod warp;
+mod wide;
 
 pub use atomic::Atomic;
 pub use device_copy::DeviceCopy;
@@ -46,6 +47,7 @@ pub use warp::{
     ballot, lane_id, shuffle, shuffle_down, shuffle_up, shuffle_xor, sync_warp, vote_all, vote_any,
     warp_id, warp_max, warp_min, warp_reduce, warp_sum, WarpSum, WarpValue, WARP_SIZE,
 };
+pub use wide::{WideElement, WIDE_BYTES};
 
 /// The host backend's allocation behind one `shared!` site (used by the macro).
 #[cfg(not(target_arch = "nvptx64"))]

@@ -49,6 +49,8 @@
 //! the elements the running thread owns ([`ThreadSlice::iter_mine`]), so the threads of one
 //! launch never touch the same element and a launch cannot race. Writing anywhere else is
 //! `unsafe` ([`ThreadSlice::at`]) under the contract that no two threads reach one element.
+//! Element-wise updates move 16 bytes per access with [`ThreadSlice::update_mine_wide`], which
+//! shares out aligned chunks the same race-free, shape-independent way.
 //! `&[T]` parameters are read-only for every thread; scalars and `#[repr(C)]` structs
 //! ([`DeviceCopy`]) go by value. Threads exchange data through a `&[Atomic<T>]` parameter
 //! ([`Atomic`], safe), warp operations ([`warp_sum`], [`shuffle`]…, safe) or per-block shared
@@ -121,7 +123,7 @@ pub mod prelude {
     pub use offload_kernel::{
         block_dim, block_idx, dynamic_shared, fence_block, fence_device, fence_system, global_id,
         global_threads, grid_dim, grid_stride, sync_threads, thread_idx, Atomic, DeviceCopy, Dim3,
-        SharedSlice, ThreadSlice,
+        SharedSlice, ThreadSlice, WideElement,
     };
     pub use offload_macros::DeviceCopy;
 }

@@ -269,7 +269,10 @@ fn bytes_of<T: offload::DeviceCopy>(v: &[T]) -> &[u8] {
 /// One precision of the generic axpy against the CPU loop in the same precision, bit for bit.
 fn axpy_case<T>(device: &Device, to_t: impl Fn(f32) -> T)
 where
-    T: offload::DeviceCopy + std::ops::Add<Output = T> + std::ops::Mul<Output = T>,
+    T: offload::DeviceCopy
+        + offload::WideElement
+        + std::ops::Add<Output = T>
+        + std::ops::Mul<Output = T>,
     kernels::axpy::Instance<T>: kernels::axpy::Declared,
 {
     for n in SIZES {

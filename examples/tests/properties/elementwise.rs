@@ -201,7 +201,11 @@ fn axpy_matches_cpu<T>(
     shape: Option<(Dim3, Dim3)>,
 ) -> Result<(), TestCaseError>
 where
-    T: Float + offload::DeviceCopy + std::ops::Add<Output = T> + std::ops::Mul<Output = T>,
+    T: Float
+        + offload::DeviceCopy
+        + offload::WideElement
+        + std::ops::Add<Output = T>
+        + std::ops::Mul<Output = T>,
     kernels::axpy::Instance<T>: kernels::axpy::Declared,
 {
     let mut expected = y0.clone();
