@@ -111,11 +111,12 @@ pub mod warps;
 
 /// `y = a * x + y` in any precision: one generic kernel, one device entry per declared element
 /// type (`axpy__f32`, `axpy__f64`, `axpy__f16`, `axpy__bf16`). Half precision computes through
-/// f32 (the `half` crate's arithmetic), the same way on the GPU and the host. Reads and writes
+/// f32 like the `half` crate's operators, with the GPU's conversion instructions
+/// (`math::add`/`math::mul`), so the bits are those of `a * x + y` on the host. Reads and writes
 /// 16 bytes at a time where `x` and `y` are aligned alike.
 #[offload::kernel(instances(T = f32 | f64 | f16 | bf16))]
-pub fn axpy<T: WideElement + Add<Output = T> + Mul<Output = T>>(a: T, x: &[T], y: &mut [T]) {
-    y.update_mine_wide(x, |y, x| a * x + y);
+pub fn axpy<T: WideElement + math::Arith>(a: T, x: &[T], y: &mut [T]) {
+    y.update_mine_wide(x, |y, x| math::add(math::mul(a, x), y));
 }
 
 /// Element types of the small-matrix kernel. `num_traits` (a `no_std` crate from crates.io,

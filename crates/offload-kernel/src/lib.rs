@@ -13,6 +13,7 @@
 #[cfg(not(target_arch = "nvptx64"))]
 extern crate std;
 
+mod arith;
 mod atomic;
 mod device_copy;
 mod fence;

@@ -7,6 +7,8 @@
 //! libm; errors under 1 ulp for `exp`, `ln`, `sin`, `cos`, `tanh`, a few ulp for `pow` near
 //! overflow), so a kernel's results do not depend on the backend.
 
+pub use crate::arith::{add, mul, Arith};
+
 /// A float type kernels compute with: `f32` or `f64`. Call these as `math::exp(x)` (below), not
 /// as methods: on the host a method call `x.exp()` would pick `std`'s own, whose bits can differ.
 pub trait Real: Copy {

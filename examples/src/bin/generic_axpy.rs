@@ -52,7 +52,7 @@ fn bits<T: DeviceCopy>(v: &[T]) -> &[u8] {
 
 fn axpy<T>(device: &Device, n: usize, from: impl Fn(f32) -> T) -> Result<(), Failure>
 where
-    T: DeviceCopy + offload::WideElement + Add<Output = T> + Mul<Output = T>,
+    T: DeviceCopy + offload::WideElement + offload::math::Arith + Add<Output = T> + Mul<Output = T>,
     kernels::axpy::Instance<T>: kernels::axpy::Declared,
 {
     let x: Vec<T> = (0..n).map(|i| from((i % 1000) as f32 * 0.001)).collect();

@@ -271,6 +271,7 @@ fn axpy_case<T>(device: &Device, to_t: impl Fn(f32) -> T)
 where
     T: offload::DeviceCopy
         + offload::WideElement
+        + offload::math::Arith
         + std::ops::Add<Output = T>
         + std::ops::Mul<Output = T>,
     kernels::axpy::Instance<T>: kernels::axpy::Declared,

@@ -204,6 +204,7 @@ where
     T: Float
         + offload::DeviceCopy
         + offload::WideElement
+        + offload::math::Arith
         + std::ops::Add<Output = T>
         + std::ops::Mul<Output = T>,
     kernels::axpy::Instance<T>: kernels::axpy::Declared,
