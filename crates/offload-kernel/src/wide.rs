@@ -190,6 +190,60 @@ impl<'a, T: WideElement> ThreadSlice<'a, T> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::index::host_context::{with_thread, ThreadContext};
+    use crate::Dim3;
+    use std::vec::Vec;
+
+    /// Runs `update_mine_wide` as each thread of a one-block launch of `threads` threads in turn
+    /// (also under Miri, which checks the chunk pointers' alignment and bounds).
+    fn launch(threads: u32, x: &[u16], y: &mut [u16]) {
+        for t in 0..threads {
+            let ctx = ThreadContext {
+                thread_idx: Dim3::new(t, 0, 0),
+                block_idx: Dim3::new(0, 0, 0),
+                block_dim: Dim3::new(threads, 1, 1),
+                grid_dim: Dim3::new(1, 1, 1),
+            };
+            with_thread(ctx, || {
+                // SAFETY: y is borrowed mutably for the call, and the threads run one by one.
+                let mut out = unsafe { ThreadSlice::from_raw_parts(y.as_mut_ptr(), y.len()) };
+                out.update_mine_wide(x, |y, x| y.wrapping_add(x));
+            });
+        }
+    }
+
+    #[test]
+    fn updates_every_element_once_for_any_offsets_and_thread_count() {
+        let x: Vec<u16> = (1..=48).collect();
+        for threads in [1, 3, 8] {
+            for out_at in 0..8 {
+                for in_at in [0, 3, out_at] {
+                    let len = 37;
+                    let mut y = std::vec![1000u16; 48];
+                    launch(
+                        threads,
+                        &x[in_at..in_at + len + 2],
+                        &mut y[out_at..out_at + len],
+                    );
+                    for (i, &v) in y.iter().enumerate() {
+                        let want = if (out_at..out_at + len).contains(&i) {
+                            1000 + x[in_at + i - out_at]
+                        } else {
+                            1000
+                        };
+                        assert_eq!(v, want, "{threads} threads, +{out_at}, +{in_at}: {i}");
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    // Thread 0 of 2 owns elements 0, 2, 4 in `iter_mine`'s order: it panics first, at 4.
+    #[should_panic(expected = "index out of bounds: the len is 3 but the index is 4")]
+    fn a_shorter_input_panics_where_the_plain_loop_would() {
+        launch(2, &[1, 2, 3], &mut [0; 5]);
+    }
 
     #[test]
     fn cut_covers_every_element_once() {
