@@ -104,11 +104,11 @@ impl Staging {
             stream,
             device: dst,
             buffers: &self.buffers,
-            upload: true,
+            way: Way::Upload,
         };
         let ring = self.host_buffers();
-        // SAFETY: `src` per the contract; the ring's buffers hold `chunk` bytes each and the
-        // DMA reaches them through `dma` only.
+        // SAFETY: `src` per the contract (an upload only reads `host`, hence the cast); the
+        // ring's buffers hold `chunk` bytes each and the DMA reaches them through `dma` only.
         unsafe {
             pipeline(
                 &mut dma,
@@ -137,7 +137,7 @@ impl Staging {
             stream,
             device: src,
             buffers: &self.buffers,
-            upload: false,
+            way: Way::Download,
         };
         let ring = self.host_buffers();
         // SAFETY: `dst` per the contract; the ring's buffers hold `chunk` bytes each and the
@@ -164,7 +164,7 @@ struct CudaDma<'a> {
     /// The device side of the whole copy.
     device: sys::CUdeviceptr,
     buffers: &'a [Buffer],
-    upload: bool,
+    way: Way,
 }
 
 impl Dma for CudaDma<'_> {
@@ -175,7 +175,7 @@ impl Dma for CudaDma<'_> {
         // the DMA completed (`wait`), with `len` <= its size and the device range inside the
         // copy's; the stream and event are live.
         unsafe {
-            if self.upload {
+            if self.way == Way::Upload {
                 let host = std::slice::from_raw_parts(buffer.host, len);
                 result::memcpy_htod_async(device, host, self.stream)?;
             } else {
