@@ -109,6 +109,9 @@ impl CudaBackend {
             )?,
         };
         let name = format!("{} (CUDA device {ordinal}, sm_{major}{minor})", ctx.name()?);
+        if ctx.has_async_alloc() {
+            keep_freed_memory(&ctx)?;
+        }
         Ok(CudaBackend {
             stream,
             name,
@@ -255,7 +258,38 @@ impl CudaBackend {
     }
 }
 
+/// Lets the device's default memory pool (which `cuMemAllocAsync` draws from) keep freed memory
+/// instead of returning it to the device at every synchronization: a region or launch that
+/// allocates what an earlier one freed then reuses it, and a copy after a large free does not
+/// wait for the driver to unmap it (measured on the H200: 1 GiB updates after a 1 GiB free ran at
+/// 0.85× of pinned memcpy, the same copies elsewhere at 0.96×). `alloc` returns the cache to the
+/// device before reporting out-of-memory, and `release` returns it too.
+fn keep_freed_memory(ctx: &CudaContext) -> std::result::Result<(), DriverError> {
+    let mut keep_all = u64::MAX;
+    // SAFETY: the device comes from a live context; the threshold attribute takes a u64, which
+    // `keep_all` is, alive for the call.
+    unsafe {
+        let pool = result::device::get_default_mem_pool(ctx.cu_device())?;
+        result::mem_pool::set_attribute(
+            pool,
+            sys::CUmemPool_attribute::CU_MEMPOOL_ATTR_RELEASE_THRESHOLD,
+            &mut keep_all as *mut u64 as *mut c_void,
+        )
+    }
+}
+
 impl CudaBackend {
+    /// Returns the memory the default pool keeps (`keep_freed_memory`) to the device, once the
+    /// queued frees have happened.
+    fn trim_pool(&self) -> std::result::Result<(), DriverError> {
+        self.ctx.synchronize()?;
+        // SAFETY: the device comes from a live context, bound to this thread by the callers.
+        unsafe {
+            let pool = result::device::get_default_mem_pool(self.ctx.cu_device())?;
+            result::mem_pool::trim_to(pool, 0)
+        }
+    }
+
     /// Checks that a block of `block` threads fits the function: a kernel that needs many
     /// registers per thread runs with fewer threads per block than the device allows, and the
     /// driver would only say "too many resources requested".
@@ -401,14 +435,26 @@ impl Backend for CudaBackend {
 
     fn alloc(&self, kernel: &'static str, bytes: usize) -> Result<DevicePtr> {
         self.bind()?;
-        // SAFETY: the stream is alive; the memory is used only on this stream.
-        let allocated = unsafe {
-            if self.ctx.has_async_alloc() {
-                result::malloc_async(self.stream.cu_stream(), bytes)
-            } else {
-                result::malloc_sync(bytes)
+        let allocate = || {
+            // SAFETY: the stream is alive; the memory is used only on this stream.
+            unsafe {
+                if self.ctx.has_async_alloc() {
+                    result::malloc_async(self.stream.cu_stream(), bytes)
+                } else {
+                    result::malloc_sync(bytes)
+                }
             }
         };
+        let mut allocated = allocate();
+        if let (Err(DriverError(sys::CUresult::CUDA_ERROR_OUT_OF_MEMORY)), true) =
+            (&allocated, self.ctx.has_async_alloc())
+        {
+            // The pool keeps freed memory (see `keep_freed_memory`): give it all back to the
+            // device and try once more before calling it out of memory.
+            self.trim_pool()
+                .map_err(self.driver_error("returning cached device memory"))?;
+            allocated = allocate();
+        }
         match allocated {
             Ok(ptr) => Ok(DevicePtr(ptr)),
             Err(DriverError(sys::CUresult::CUDA_ERROR_OUT_OF_MEMORY)) => Err(Error::OutOfMemory {
@@ -599,6 +645,10 @@ impl Backend for CudaBackend {
             .unwrap_or_else(|p| p.into_inner());
         unload_all(&mut loaded);
         drop(std::mem::take(&mut *self.staging()));
+        if self.ctx.has_async_alloc() {
+            self.trim_pool()
+                .map_err(self.driver_error("returning cached device memory"))?;
+        }
         Ok(())
     }
 
