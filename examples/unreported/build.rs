@@ -1,10 +1,8 @@
+include!("../kernels_build.rs");
+
 fn main() {
-    // The very kernels of offload-examples (see its build.rs), with panic reporting off.
-    offload_build::Kernels::new("../src/kernels.rs")
-        .dependency(
-            "num-traits",
-            r#"{ version = "0.2", default-features = false }"#,
-        )
+    // The very kernels of offload-examples, with panic reporting off.
+    example_kernels("../src/kernels.rs")
         .panic_reporting(false)
         .build();
 }

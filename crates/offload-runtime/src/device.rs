@@ -94,7 +94,8 @@ impl Device {
     }
 
     /// Free and total memory of a GPU, as its driver reports them now; `None` for the host, whose
-    /// kernels use the process's own memory.
+    /// kernels use the process's own memory. Memory the CUDA plugin freed but keeps for reuse
+    /// counts as used (it goes back before an allocation would fail, and at [`Device::release`]).
     pub fn memory_info(&self) -> Option<Result<MemoryInfo>> {
         self.offload_backend().map(|b| b.memory_info())
     }
