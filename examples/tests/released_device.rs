@@ -1,5 +1,5 @@
-//! A released device refuses every later launch with `Err(Released)`, through every clone of its
-//! handle, and leaves the caller's data alone. Its own binary: releasing is for the whole process.
+//! A released device refuses every later launch with `Err(Released)`, plain or on a stream, through
+//! every clone of its handle, and leaves the caller's data alone. Its own binary: releasing is for the whole process.
 
 mod common;
 
@@ -20,6 +20,16 @@ fn refuses_launches_after_release(device: &Device) {
             other => panic!("expected Released from {}, got {other:?}", device.name()),
         }
         assert!(y == y0, "a refused launch leaves the output alone");
+        let queued = offload::scope(|s| {
+            let stream = s.stream(handle)?;
+            kernels::saxpy::enqueue(&stream, Launch::auto(), 2.0, &x, &mut y)
+        });
+        assert!(
+            matches!(queued, Err(Error::Released { .. })),
+            "a stream launch on {} after release: {queued:?}",
+            device.name()
+        );
+        assert!(y == y0, "a refused stream launch leaves the output alone");
     }
 }
 

@@ -236,7 +236,6 @@ pub fn launch(
         _ => None,
     });
     let device: Device = resolve_device(kernel, launch.device.or(resident_on.as_ref()))?;
-    device.check_host_live()?;
     let shape = launch.resolve(kernel.name, &device, args)?;
     tracing::debug!(kernel = kernel.name, device = %device.name(), grid = ?shape.grid, block = ?shape.block, "launch");
     let mut report = LaunchReport::new(kernel.name, &device, shape);

@@ -142,6 +142,8 @@ pub(crate) fn run(
     shape: Shape,
     args: &mut [KernelArg<'_>],
 ) -> Result<()> {
+    // Here, where plain and stream launches meet, so that neither runs on a released host.
+    device.check_host_live()?;
     let mut staged = Vec::new();
     let mut staged_args = Vec::with_capacity(args.len());
     for arg in args.iter() {
