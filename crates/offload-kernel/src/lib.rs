@@ -15,6 +15,7 @@ extern crate std;
 
 mod arith;
 mod atomic;
+mod block_tiles;
 mod device_copy;
 mod fence;
 #[cfg(not(target_arch = "nvptx64"))]
@@ -23,13 +24,16 @@ mod index;
 pub mod math;
 #[doc(hidden)]
 pub mod panic_record;
+mod scatter;
 mod shared;
+mod shared_atomic;
 mod sync;
 mod thread_slice;
 mod warp;
 mod wide;
 
 pub use atomic::Atomic;
+pub use block_tiles::{BlockTileIter, BlockTiles, Tile, TileMineIter};
 pub use device_copy::DeviceCopy;
 pub use fence::{fence_block, fence_device, fence_system};
 /// The `half` crate (`f16`, `bf16`), whose types are `DeviceCopy`: kernels can use it as
@@ -41,6 +45,7 @@ pub use index::{
     block_dim, block_idx, global_id, global_threads, grid_dim, grid_stride, thread_idx, Dim3,
     GridStride,
 };
+pub use scatter::{Scatter, ScatterIndex};
 pub use shared::{dynamic_shared, SharedSlice, SHARED_ALIGN};
 pub use sync::sync_threads;
 pub use thread_slice::{MineIter, ThreadSlice};

@@ -42,7 +42,7 @@ pub fn expand(attr: TokenStream, item: TokenStream, images: Images) -> Result<To
     let name = &func.sig.ident;
     let body_fn = format_ident!("__offload_body_{}", name);
 
-    let body = expand_body(&func, &params, &body_fn);
+    let body = expand_body(&func, &params, &body_fn)?;
     let device_entries = if instances.is_empty() {
         let entry = format_ident!("__offload_entry_{}", name);
         device_entry(&params, &name.to_string(), &entry, &body_fn, quote! {})
@@ -89,8 +89,9 @@ fn check_signature(func: &ItemFn) -> Result<()> {
     Ok(())
 }
 
-/// The user's body with `&mut [T]` parameters seen as `ThreadSlice<T>`.
-fn expand_body(func: &ItemFn, params: &[Param], body_fn: &Ident) -> TokenStream {
+/// The user's body with `&mut [T]` parameters seen as `ThreadSlice<T>` (`BlockTiles<T>` with
+/// `#[tile(..)]`).
+fn expand_body(func: &ItemFn, params: &[Param], body_fn: &Ident) -> Result<TokenStream> {
     let attrs = &func.attrs;
     let block = &func.block;
     let (generics, _, where_clause) = func.sig.generics.split_for_impl();
@@ -102,13 +103,22 @@ fn expand_body(func: &ItemFn, params: &[Param], body_fn: &Ident) -> TokenStream 
             _ => quote! { #name: #ty },
         }
     });
-    quote! {
+    let tiles = params
+        .iter()
+        .filter_map(|p| p.tile.as_ref().map(|(len, span)| crate::tile::convert(p, len, *span, params)))
+        .collect::<Result<Vec<_>>>()?;
+    let body = if tiles.is_empty() {
+        quote! { #block }
+    } else {
+        quote! {{ #(#tiles)* #block }}
+    };
+    Ok(quote! {
         #(#attrs)*
         #[doc(hidden)]
         #[inline(always)]
         #[allow(non_snake_case, unused_mut, clippy::too_many_arguments)]
-        fn #body_fn #generics (#(#inputs),*) #where_clause #block
-    }
+        fn #body_fn #generics (#(#inputs),*) #where_clause #body
+    })
 }
 
 /// Raw parameter names for the device ABI: slices and pointees travel as (pointer, length).

@@ -7,6 +7,7 @@ mod instances;
 mod kernel;
 mod offload_macro;
 mod params;
+mod tile;
 
 use proc_macro::TokenStream;
 

@@ -2,7 +2,8 @@
 //! `std::offload` maps by type: values by value, shared data to the device, mutable data there
 //! and back.
 
-use syn::{Error, FnArg, GenericArgument, Ident, Pat, PathArguments, Result, Type};
+use proc_macro2::Span;
+use syn::{Error, Expr, FnArg, GenericArgument, Ident, Pat, PathArguments, Result, Type};
 
 pub enum Passing {
     /// Scalar or `DeviceCopy` struct, by value.
@@ -39,6 +40,8 @@ pub struct Param {
     /// type.
     pub elem: Type,
     pub passing: Passing,
+    /// `#[tile(len)]`: the tile length and where the attribute is (see `tile`).
+    pub tile: Option<(Expr, Span)>,
 }
 
 pub fn parse(arg: &FnArg) -> Result<Param> {
@@ -109,6 +112,7 @@ pub fn parse(arg: &FnArg) -> Result<Param> {
         ty,
         elem,
         passing,
+        tile: crate::tile::parse_attr(&typed.attrs)?,
     })
 }
 
