@@ -45,7 +45,7 @@ pub use index::{
     block_dim, block_idx, global_id, global_threads, grid_dim, grid_stride, thread_idx, Dim3,
     GridStride,
 };
-pub use scatter::{Scatter, ScatterIndex};
+pub use scatter::{Scatter, ScatterIndex, Scattered};
 pub use shared::{dynamic_shared, SharedSlice, SHARED_ALIGN};
 pub use sync::sync_threads;
 pub use thread_slice::{MineIter, ThreadSlice};

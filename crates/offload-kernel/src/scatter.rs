@@ -3,8 +3,13 @@
 //! A scatter gives each thread the positions `i` of `index` it owns in a grid-stride loop and a
 //! mutable reference to `out[index[i]]`. Two threads reach the same output element only if two
 //! positions of `index` hold the same value, which the kernel cannot check cheaply (the index is
-//! data, and a device-wide duplicate check costs a pass over a bitmap), so the entry point is
-//! `unsafe` with one contract: the index is injective (a permutation, or part of one).
+//! data, and a device-wide duplicate check costs a pass over a bitmap), so it rests on one
+//! contract: the index is injective (a permutation, or part of one). Two ways to state it:
+//! - a kernel parameter `#[scatter(index)] out: &mut [T]` is a [`Scattered`] in the body, reached
+//!   only through `index` (a `&[u32]`, `&[u64]` or `&[usize]` parameter), and the kernel's
+//!   launchers are `unsafe` with the contract: the caller, who owns the data, vouches for it;
+//! - inside a kernel, `unsafe { out.scatter_mine(&index) }` on a `ThreadSlice`, when the kernel
+//!   itself knows the index is injective (one it computed).
 
 use crate::index::{global_id, global_threads};
 use crate::thread_slice::ThreadSlice;
@@ -59,7 +64,60 @@ impl<'a, T> ThreadSlice<'a, T> {
     }
 }
 
-/// Iterator of [`ThreadSlice::scatter_mine`].
+/// A `#[scatter(index)] &mut [T]` kernel parameter: element `index[i]` belongs to the thread
+/// that owns position `i` of `index` (grid-stride), for the whole launch.
+pub struct Scattered<'a, T, I> {
+    ptr: *mut T,
+    len: usize,
+    index: &'a [I],
+    _borrow: PhantomData<&'a mut [T]>,
+}
+
+impl<'a, T, I: ScatterIndex> Scattered<'a, T, I> {
+    /// The view of a kernel parameter scattered through `index` (the kernel attribute).
+    ///
+    /// # Safety
+    /// `slice` is a kernel parameter's whole view; every thread of the launch converts its own
+    /// view of it with the same `index`, which holds no value twice.
+    #[doc(hidden)]
+    #[inline(always)]
+    pub unsafe fn from_thread_slice(mut slice: ThreadSlice<'a, T>, index: &'a [I]) -> Self {
+        Scattered {
+            ptr: slice.as_mut_ptr(),
+            len: slice.len(),
+            index,
+            _borrow: PhantomData,
+        }
+    }
+
+    /// Elements of the output.
+    #[inline(always)]
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    #[inline(always)]
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// For each position `i` of the index this thread owns (grid-stride), `(i, &mut
+    /// out[index[i]])`. An index value past the end of the output panics, at the `for` loop
+    /// that reached it.
+    #[inline(always)]
+    pub fn iter_mine(&mut self) -> Scatter<'_, T, I> {
+        Scatter {
+            ptr: self.ptr,
+            len: self.len,
+            index: self.index,
+            next: global_id(),
+            stride: global_threads(),
+            _borrow: PhantomData,
+        }
+    }
+}
+
+/// Iterator of [`ThreadSlice::scatter_mine`] and [`Scattered::iter_mine`].
 pub struct Scatter<'s, T, I> {
     ptr: *mut T,
     len: usize,

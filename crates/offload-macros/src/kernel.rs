@@ -89,8 +89,8 @@ fn check_signature(func: &ItemFn) -> Result<()> {
     Ok(())
 }
 
-/// The user's body with `&mut [T]` parameters seen as `ThreadSlice<T>` (`BlockTiles<T>` with
-/// `#[tile(..)]`).
+/// The user's body with `&mut [T]` parameters seen as `ThreadSlice<T>` (or the view their
+/// ownership attribute names).
 fn expand_body(func: &ItemFn, params: &[Param], body_fn: &Ident) -> Result<TokenStream> {
     let attrs = &func.attrs;
     let block = &func.block;
@@ -105,7 +105,10 @@ fn expand_body(func: &ItemFn, params: &[Param], body_fn: &Ident) -> Result<Token
     });
     let tiles = params
         .iter()
-        .filter_map(|p| p.tile.as_ref().map(|(len, span)| crate::tile::convert(p, len, *span, params)))
+        .filter_map(|p| {
+            let (ownership, span) = p.ownership.as_ref()?;
+            Some(crate::ownership::convert(p, ownership, *span, params))
+        })
         .collect::<Result<Vec<_>>>()?;
     let body = if tiles.is_empty() {
         quote! { #block }
@@ -247,7 +250,11 @@ fn expand_host(
     let name = &func.sig.ident;
     let name_str = name.to_string();
     let generic = !instances.is_empty();
-    let contract = pointer_contract(params);
+    // Raw pointers and scatter indices: what the caller vouches for.
+    let contract = match (pointer_contract(params), crate::ownership::scatter_contract(params)) {
+        (Some(p), Some(s)) => Some(format!("{p}\n\nAlso: {}", s.trim_start_matches("# Safety\n"))),
+        (p, s) => p.or(s),
+    };
     let unsafety = contract.as_ref().map(|_| quote! { unsafe });
     let contract_doc: Vec<&String> = contract.iter().collect();
     // Queued launches read and write their pointees until the stream's scope ends.

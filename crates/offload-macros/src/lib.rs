@@ -6,8 +6,8 @@ mod device_copy;
 mod instances;
 mod kernel;
 mod offload_macro;
+mod ownership;
 mod params;
-mod tile;
 
 use proc_macro::TokenStream;
 

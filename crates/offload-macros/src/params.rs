@@ -2,8 +2,9 @@
 //! `std::offload` maps by type: values by value, shared data to the device, mutable data there
 //! and back.
 
+use crate::ownership::Ownership;
 use proc_macro2::Span;
-use syn::{Error, Expr, FnArg, GenericArgument, Ident, Pat, PathArguments, Result, Type};
+use syn::{Error, FnArg, GenericArgument, Ident, Pat, PathArguments, Result, Type};
 
 pub enum Passing {
     /// Scalar or `DeviceCopy` struct, by value.
@@ -40,8 +41,8 @@ pub struct Param {
     /// type.
     pub elem: Type,
     pub passing: Passing,
-    /// `#[tile(len)]`: the tile length and where the attribute is (see `tile`).
-    pub tile: Option<(Expr, Span)>,
+    /// `#[tile(len)]` or `#[scatter(index)]`, and where the attribute is (see `ownership`).
+    pub ownership: Option<(Ownership, Span)>,
 }
 
 pub fn parse(arg: &FnArg) -> Result<Param> {
@@ -112,7 +113,7 @@ pub fn parse(arg: &FnArg) -> Result<Param> {
         ty,
         elem,
         passing,
-        tile: crate::tile::parse_attr(&typed.attrs)?,
+        ownership: crate::ownership::parse_attr(&typed.attrs)?,
     })
 }
 

@@ -122,8 +122,8 @@ pub mod prelude {
     };
     pub use offload_kernel::{
         block_dim, block_idx, dynamic_shared, fence_block, fence_device, fence_system, global_id,
-        global_threads, grid_dim, grid_stride, sync_threads, thread_idx, Atomic, DeviceCopy, Dim3,
-        SharedSlice, ThreadSlice, WideElement,
+        global_threads, grid_dim, grid_stride, sync_threads, thread_idx, Atomic, BlockTiles,
+        DeviceCopy, Dim3, Scattered, SharedSlice, ThreadSlice, Tile, WideElement,
     };
     pub use offload_macros::DeviceCopy;
 }

@@ -1,5 +1,9 @@
-//! `#[tile(len)]` on a `&mut [T]` kernel parameter: the body sees `offload::BlockTiles<T>`,
-//! tiles of `len` elements each owned by one block.
+//! Ownership attributes of `&mut [T]` kernel parameters, which replace the grid-stride
+//! `ThreadSlice` in the body for the whole launch:
+//! - `#[tile(len)]`: `offload::BlockTiles<T>`, tiles of `len` elements each owned by one block;
+//! - `#[scatter(index)]`: `offload::Scattered<T, I>`, element `index[i]` owned by the thread that
+//!   owns position `i` of the `&[I]` parameter `index`. Race-free only if `index` holds no value
+//!   twice, which the launcher's caller vouches for: the launcher becomes `unsafe`.
 //!
 //! Block-tiled ownership is race-free only if every thread of the launch cuts the slice into the
 //! same tiles, so `len` is restricted to what is the same in every thread: integer literals,
@@ -18,26 +22,88 @@ const WHAT_LEN_MAY_USE: &str = "the tile length must be the same in every thread
      literals, constants, the kernel's by-value parameters (and their fields), `x.len()` of its slice \
      parameters, `+ - * / % << >> & | ^`, parentheses and `as` casts";
 
-/// The `len` of a `#[tile(len)]` attribute among `attrs`, if there is one.
-pub fn parse_attr(attrs: &[Attribute]) -> Result<Option<(Expr, Span)>> {
+/// How a `&mut [T]` parameter's elements are shared out, when not grid-stride.
+pub enum Ownership {
+    /// `#[tile(len)]`.
+    Tile(Expr),
+    /// `#[scatter(index)]`.
+    Scatter(Ident),
+}
+
+/// The ownership attribute among `attrs` (`#[tile(..)]` or `#[scatter(..)]`), with its span.
+pub fn parse_attr(attrs: &[Attribute]) -> Result<Option<(Ownership, Span)>> {
     let mut found = None;
-    for attr in attrs.iter().filter(|a| a.path().is_ident("tile")) {
+    for attr in attrs {
+        let ownership = if attr.path().is_ident("tile") {
+            Ownership::Tile(attr.parse_args::<Expr>()?)
+        } else if attr.path().is_ident("scatter") {
+            Ownership::Scatter(attr.parse_args::<Ident>()?)
+        } else {
+            continue;
+        };
         if found.is_some() {
-            return Err(Error::new_spanned(attr, "more than one #[tile(..)]"));
+            return Err(Error::new_spanned(
+                attr,
+                "one ownership attribute per parameter (#[tile(..)] or #[scatter(..)])",
+            ));
         }
-        found = Some((attr.parse_args::<Expr>()?, attr.span()));
+        found = Some((ownership, attr.span()));
     }
     Ok(found)
 }
 
-/// The statement that turns the body's `ThreadSlice` parameter `p` into its `BlockTiles`.
-pub fn convert(p: &Param, len: &Expr, span: Span, params: &[Param]) -> Result<TokenStream> {
+/// The statement that turns the body's `ThreadSlice` parameter `p` into the view its ownership
+/// attribute names.
+pub fn convert(p: &Param, ownership: &Ownership, span: Span, params: &[Param]) -> Result<TokenStream> {
     if !matches!(p.passing, Passing::SliceMut) {
         return Err(Error::new(
             span,
-            "#[tile(..)] applies to `&mut [T]` parameters (outputs cut into per-block tiles)",
+            "#[tile(..)] and #[scatter(..)] apply to `&mut [T]` parameters (outputs)",
         ));
     }
+    match ownership {
+        Ownership::Tile(len) => tiles(p, len, span, params),
+        Ownership::Scatter(index) => scatter(p, index, span, params),
+    }
+}
+
+/// The `# Safety` clause that `#[scatter(..)]` parameters add to the launcher, if any.
+pub fn scatter_contract(params: &[Param]) -> Option<String> {
+    let clauses: Vec<String> = params
+        .iter()
+        .filter_map(|p| match &p.ownership {
+            Some((Ownership::Scatter(index), _)) => Some(format!(
+                "`{index}` holds no value twice (each element `{}[{index}[i]]` is written by one thread)",
+                p.name
+            )),
+            _ => None,
+        })
+        .collect();
+    (!clauses.is_empty()).then(|| format!("# Safety\n{}.", clauses.join("; ")))
+}
+
+fn scatter(p: &Param, index: &Ident, span: Span, params: &[Param]) -> Result<TokenStream> {
+    if !params
+        .iter()
+        .any(|q| q.name == *index && matches!(q.passing, Passing::Slice))
+    {
+        return Err(Error::new_spanned(
+            index,
+            "#[scatter(index)] names a `&[u32]`, `&[u64]` or `&[usize]` parameter of the kernel",
+        ));
+    }
+    let name = &p.name;
+    Ok(quote_spanned! {span=>
+        #[allow(unused_mut)]
+        let mut #name = {
+            // SAFETY: the parameter's own memory, consumed here so the body reaches it only
+            // through `#index`, which the launcher's caller vouches holds no value twice.
+            unsafe { ::offload::Scattered::from_thread_slice(#name, #index) }
+        };
+    })
+}
+
+fn tiles(p: &Param, len: &Expr, span: Span, params: &[Param]) -> Result<TokenStream> {
     let len = uniform(len, params)?;
     let name = &p.name;
     Ok(quote_spanned! {span=>
