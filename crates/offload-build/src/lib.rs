@@ -1,7 +1,8 @@
 //! The device pass of `offload`, run from the `main` of a crate's `build.rs`:
 //!
 //! ```no_run
-//! offload_build::Kernels::new("src/kernels.rs").build();
+//! // build.rs (and `offload-build` in [build-dependencies], `offload` in [dependencies])
+//! fn main() { offload_build::Kernels::new("src/kernels.rs").build(); }
 //! ```
 //!
 //! It compiles the kernels module for `nvptx64-nvidia-cuda` with a nested `cargo build`
@@ -115,6 +116,7 @@ impl Kernels {
     /// the versions the host build uses.
     ///
     /// ```no_run
+    /// // build.rs
     /// offload_build::Kernels::new("src/kernels.rs")
     ///     .dependency("num-traits", r#"{ version = "0.2", default-features = false }"#)
     ///     .build();

@@ -30,17 +30,18 @@ const REGION: &str = "offload::region";
 
 /// Run `body` in a data region on the default device: what it maps through [`Region`] stays on
 /// the device until it returns (longer if an enclosing region mapped it too), and `from`/`tofrom`
-/// data is copied back at its final unmap if `body` returned `Ok`, not if it failed.
+/// data is copied back at its final unmap if `body` returned `Ok`, not if it failed (the example
+/// runs as a doctest of the `offload` crate's docs):
 ///
 /// ```ignore
-/// offload::region(|r| {
-///     let x = r.to(&x)?;
-///     let mut y = r.tofrom(&mut y)?;
+/// offload::region(|r| {                 // or offload::region_on(&device, |r| ...)
+///     let x = r.to(&x)?;                // copied in at the first map
+///     let mut y = r.tofrom(&mut y)?;    // copied in now, back when the region ends
 ///     for _ in 0..100 {
 ///         kernels::saxpy(2.0, &x, &mut y)?;   // nothing moves
 ///     }
 ///     Ok(())
-/// })?;                                       // y is copied back here, once
+/// })?;                                  // y is back on the host, copied once
 /// ```
 pub fn region<'data, R>(body: impl FnOnce(&Region<'data>) -> Result<R>) -> Result<R> {
     region_on(&default_device()?, body)
