@@ -20,6 +20,8 @@
 //! - `OFFLOAD_LLVM_BIN`: directory with `llvm-link`, `opt` and `llc`.
 //! - `OFFLOAD_PTXAS`: the `ptxas` to use (`none`: no cubins); `OFFLOAD_REQUIRE_CUBIN=1`: fail
 //!   when there is no `ptxas`.
+// The crate example is a whole build script, `fn main` included, as the README shows it.
+#![allow(clippy::needless_doctest_main)]
 
 mod child_env;
 mod images;

@@ -11,10 +11,12 @@
 //! grid: a kernel's results never depend on its launch shape, and the runtime is free to choose
 //! the fastest shape.
 //!
-//! A sub-range view ([`ThreadSlice::slice`], [`ThreadSlice::split_at`]) keeps the owners of the
-//! launch's whole slice: element `i` of the parameter belongs to the same thread whichever view
-//! reaches it, so views taken by different threads, of different ranges, never race with each
-//! other or with the parameter itself.
+//! A sub-range view ([`ThreadSlice::slice`], [`ThreadSlice::split_at`]) keeps the owners that
+//! [`ThreadSlice::iter_mine`] gives in the launch's whole slice: element `i` of the parameter
+//! belongs to the same thread whichever view reaches it, so the `iter_mine` loops of views taken
+//! by different threads, of different ranges, never race with each other or with the
+//! parameter's own. ([`ThreadSlice::update_mine_wide`] shares out 16-byte chunks by a rule of
+//! its own: do not mix it with `iter_mine` over the same elements in one launch.)
 
 use crate::index::{global_id, global_threads};
 use core::marker::PhantomData;
