@@ -1,6 +1,7 @@
 //! What the safe views cost, on the default device: `reverse_tiles` (per-block tiles and
 //! `shared_atomic!`, no `unsafe`) against `reverse_chunks` (plain `shared!` memory, `unsafe`
-//! reads and writes) over the same data with the same launch, both checked against the CPU, and a
+//! reads and writes) over the same data with the same launch, and `reverse_tiles_plain_shared`
+//! (tiles, plain shared memory) to tell the two costs apart; all checked against the CPU, and a
 //! device-to-device memcpy of the same bytes measured in the same run.
 //!
 //! Times are the kernel's alone (`LaunchReport::kernel_time`), the best of several launches.
@@ -39,6 +40,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut out = vec![0.0f32; n];
     let safe = best_kernel_time(|| views::reverse_tiles::launch(shape(), block, &x, &mut out))?;
     let safe_ok = out == want;
+    let mut out = vec![0.0f32; n];
+    let tiles_plain =
+        best_kernel_time(|| views::reverse_tiles_plain_shared::launch(shape(), block, &x, &mut out))?;
+    let tiles_plain_ok = out == want;
 
     let gbps = |t: Duration| (2 * n * 4) as f64 / t.as_secs_f64() / 1e9;
     let check = |ok: bool| if ok { "ok" } else { "MISMATCH" };
@@ -46,14 +51,20 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         "reverse {n} f32 in chunks of {block} ({blocks} blocks of {block}), read + write:\n  \
          reverse_chunks (shared!, unsafe):            {:.3} ms, {:.0} GB/s, {}\n  \
          reverse_tiles (#[tile], shared_atomic!, safe): {:.3} ms, {:.0} GB/s, {}\n  \
-         safe / unsafe = {:.3}",
+         reverse_tiles_plain_shared (#[tile], shared!): {:.3} ms, {:.0} GB/s, {}\n  \
+         safe / unsafe = {:.3} (tiles alone: {:.3}, atomics alone: {:.3})",
         plain.as_secs_f64() * 1e3,
         gbps(plain),
         check(plain_ok),
         safe.as_secs_f64() * 1e3,
         gbps(safe),
         check(safe_ok),
-        gbps(safe) / gbps(plain)
+        tiles_plain.as_secs_f64() * 1e3,
+        gbps(tiles_plain),
+        check(tiles_plain_ok),
+        gbps(safe) / gbps(plain),
+        gbps(tiles_plain) / gbps(plain),
+        gbps(safe) / gbps(tiles_plain)
     );
     if let Some(memcpy) = reference_bandwidth::device_to_device(&device, n * 4)? {
         println!(
@@ -63,7 +74,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             gbps(safe) / memcpy
         );
     }
-    if !(plain_ok && safe_ok) {
+    if !(plain_ok && safe_ok && tiles_plain_ok) {
         return Err("a reversal does not match the CPU".into());
     }
     Ok(())

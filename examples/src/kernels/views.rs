@@ -79,3 +79,27 @@ pub fn slice_past_the_end(out: &mut [u32]) {
         *o = 1;
     }
 }
+
+/// [`reverse_tiles`] through a plain `shared!` array (`unsafe` reads): `views_bench` compares the
+/// two to tell the cost of the atomics from that of the tiles.
+#[offload::kernel]
+pub fn reverse_tiles_plain_shared(chunk: u32, x: &[f32], #[tile(chunk)] out: &mut [f32]) {
+    let staged = offload::shared!([f32; 1024]);
+    let (t, threads) = (thread_idx().linear_in(block_dim()), block_dim().count() as usize);
+    for mut tile in out.iter_mine() {
+        let (start, len) = (tile.start(), tile.len());
+        let mut i = t;
+        while i < len {
+            // SAFETY: slot i is this thread's alone (i ≡ t mod threads) until the barrier.
+            unsafe { staged.write(i, x[start + i]) };
+            i += threads;
+        }
+        sync_threads();
+        for (i, o) in tile.iter_mine() {
+            // SAFETY: every slot below len was written before the barrier, none is written
+            // until the next one.
+            *o = unsafe { staged.read(len - 1 - i) };
+        }
+        sync_threads();
+    }
+}
