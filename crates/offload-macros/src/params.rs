@@ -6,6 +6,7 @@ use crate::ownership::Ownership;
 use proc_macro2::Span;
 use syn::{Error, FnArg, GenericArgument, Ident, Pat, PathArguments, Result, Type};
 
+#[derive(Clone, Copy, PartialEq, Eq)]
 pub enum Passing {
     /// Scalar or `DeviceCopy` struct, by value.
     Value,
