@@ -17,7 +17,8 @@ use crate::device::{default_device, Device};
 use crate::kernel::KernelArg;
 use crate::map::{HostSlice, HostSliceMut, InArg, OutArg};
 use crate::present::{self, Key};
-use crate::{trace, Error, Result};
+use crate::trace::{self, CopySource};
+use crate::{Error, Result};
 use offload_kernel::DeviceCopy;
 use std::marker::PhantomData;
 use std::mem::size_of;
@@ -261,7 +262,14 @@ fn fill(
             // Complete before the map returns: a copy from page-locked memory is only queued, and
             // a region that launches nothing would otherwise hand the borrow back mid-copy.
             backend.synchronize()?;
-            trace::copy_to_device(device_id, backend.name(), host, bytes, start.elapsed());
+            trace::copy_to_device(
+                device_id,
+                backend.name(),
+                host,
+                bytes,
+                start.elapsed(),
+                CopySource::RegionMap,
+            );
             Ok(())
         }
         // SAFETY: `device` holds `bytes`.
@@ -378,6 +386,7 @@ impl<T: DeviceCopy> MappedMut<'_, T> {
                     self.host as *const u8,
                     bytes,
                     start.elapsed(),
+                    CopySource::RegionUpdate,
                 );
                 Ok(())
             }
