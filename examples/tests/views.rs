@@ -33,7 +33,12 @@ fn reverse_tiles_matches_cpu(device: &Device) {
             let mut out = vec![f32::NAN; n];
             let launch = Launch::on(device).grid(grid).block(block);
             views::reverse_tiles::launch(launch, chunk as u32, &x, &mut out).unwrap();
-            assert_eq!(out, want, "n={n} chunk={chunk} grid={grid} block={block} on {}", device.name());
+            assert_eq!(
+                out,
+                want,
+                "n={n} chunk={chunk} grid={grid} block={block} on {}",
+                device.name()
+            );
         }
     }
 }
@@ -58,7 +63,12 @@ fn matmul_per_block_matches_cpu(device: &Device) {
             let mut c = vec![f32::NAN; count * n * n];
             let launch = Launch::on(device).grid(grid).block(block);
             views::matmul_per_block::launch(launch, n as u32, &a, &b, &mut c).unwrap();
-            assert_eq!(c, want, "{count} of {n}x{n}, grid={grid} block={block} on {}", device.name());
+            assert_eq!(
+                c,
+                want,
+                "{count} of {n}x{n}, grid={grid} block={block} on {}",
+                device.name()
+            );
         }
     }
 }
@@ -73,7 +83,10 @@ fn fill_range_writes_only_the_range(device: &Device) {
             views::fill_range::launch(launch, start as u32, end as u32, 7.5, &mut out).unwrap();
             for (i, (&got, &old)) in out.iter().zip(&before).enumerate() {
                 let want = if (start..end).contains(&i) { 7.5 } else { old };
-                assert_eq!(got, want, "{start}..{end}, grid={grid} block={block}: element {i}");
+                assert_eq!(
+                    got, want,
+                    "{start}..{end}, grid={grid} block={block}: element {i}"
+                );
             }
         }
     }
@@ -84,7 +97,9 @@ fn permute_moves_every_element(device: &Device) {
         let x = floats(n, 35);
         // A permutation: i -> (i * stride + 3) mod n with a stride prime to n.
         let stride = (1..).map(|s| 2 * s + 1).find(|s| gcd(*s, n) == 1).unwrap();
-        let index: Vec<u32> = (0..n).map(|i| ((i * stride + 3) % n.max(1)) as u32).collect();
+        let index: Vec<u32> = (0..n)
+            .map(|i| ((i * stride + 3) % n.max(1)) as u32)
+            .collect();
         let mut want = vec![0.0f32; n];
         for (i, &to) in index.iter().enumerate() {
             want[to as usize] = x[i];
@@ -94,7 +109,12 @@ fn permute_moves_every_element(device: &Device) {
             let launch = Launch::on(device).grid(grid).block(block);
             // SAFETY: `index` is a permutation of 0..n.
             unsafe { views::permute::launch(launch, &index, &x, &mut out) }.unwrap();
-            assert_eq!(out, want, "n={n} grid={grid} block={block} on {}", device.name());
+            assert_eq!(
+                out,
+                want,
+                "n={n} grid={grid} block={block} on {}",
+                device.name()
+            );
         }
     }
 }
@@ -128,9 +148,19 @@ fn panicking_kernels(device: &Device) -> [(String, &'static str); 2] {
     let launch = || Launch::on(device).grid(2).block(64);
     let mut out = vec![0u32; 100];
     // SAFETY (of `at` inside): see the kernel; it panics before any access.
-    let at = panic_message(views::at_past_the_end::launch(launch(), &mut out), "at_past_the_end");
-    let slice = panic_message(views::slice_past_the_end::launch(launch(), &mut out), "slice_past_the_end");
-    assert_eq!(out, vec![0; 100], "a failed launch leaves its output as it was");
+    let at = panic_message(
+        views::at_past_the_end::launch(launch(), &mut out),
+        "at_past_the_end",
+    );
+    let slice = panic_message(
+        views::slice_past_the_end::launch(launch(), &mut out),
+        "slice_past_the_end",
+    );
+    assert_eq!(
+        out,
+        vec![0; 100],
+        "a failed launch leaves its output as it was"
+    );
     [(at, "at_past_the_end"), (slice, "slice_past_the_end")]
 }
 
@@ -161,23 +191,35 @@ fn host_panics_in_library_calls_name_the_kernel_line() {
     let previous = std::panic::take_hook();
     std::panic::set_hook(Box::new(|info| {
         if let Some(at) = info.location() {
-            SEEN.lock().unwrap().push((at.file().to_string(), at.line()));
+            SEEN.lock()
+                .unwrap()
+                .push((at.file().to_string(), at.line()));
         }
     }));
     let messages = panicking_kernels(&Device::host());
     std::panic::set_hook(previous);
     let seen = SEEN.lock().unwrap().clone();
-    assert!(messages[0].0.contains("index out of bounds"), "{}", messages[0].0);
-    assert!(messages[1].0.contains("slice range out of bounds"), "{}", messages[1].0);
+    assert!(
+        messages[0].0.contains("index out of bounds"),
+        "{}",
+        messages[0].0
+    );
+    assert!(
+        messages[1].0.contains("slice range out of bounds"),
+        "{}",
+        messages[1].0
+    );
     for (_, kernel) in &messages {
         let line = marked_line(kernel);
         assert!(
-            seen.iter().any(|(file, l)| file.ends_with("src/kernels/views.rs") && *l == line),
+            seen.iter()
+                .any(|(file, l)| file.ends_with("src/kernels/views.rs") && *l == line),
             "{kernel}: no panic at views.rs:{line} among {seen:?}"
         );
     }
     assert!(
-        seen.iter().all(|(file, _)| file.ends_with("src/kernels/views.rs")),
+        seen.iter()
+            .all(|(file, _)| file.ends_with("src/kernels/views.rs")),
         "every panic names the kernel's file, none a library's: {seen:?}"
     );
 }
@@ -218,6 +260,9 @@ fn gpu_panics_in_library_calls_name_the_kernel_line() {
     };
     for (message, kernel) in panicking_kernels(&gpu) {
         let at = format!("panicked at src/kernels/views.rs:{}:", marked_line(kernel));
-        assert!(message.starts_with(&at), "{kernel}: {message} (expected {at}…)");
+        assert!(
+            message.starts_with(&at),
+            "{kernel}: {message} (expected {at}…)"
+        );
     }
 }

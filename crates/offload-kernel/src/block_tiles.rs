@@ -217,12 +217,21 @@ mod tests {
 
     /// Runs every thread of a `grid` × `block` launch in turn; each writes, into every element it
     /// owns, its (block, thread) pair and the element's tile and index in the tile.
-    fn owners(len: usize, tile_len: usize, grid: u32, block: Dim3) -> Vec<(u32, usize, usize, usize)> {
+    fn owners(
+        len: usize,
+        tile_len: usize,
+        grid: u32,
+        block: Dim3,
+    ) -> Vec<(u32, usize, usize, usize)> {
         let mut out = vec![(u32::MAX, 0, 0, 0); len];
         for b in 0..grid {
             for t in 0..block.count() as u32 {
                 let ctx = ThreadContext {
-                    thread_idx: Dim3::new(t % block.x, t / block.x % block.y, t / (block.x * block.y)),
+                    thread_idx: Dim3::new(
+                        t % block.x,
+                        t / block.x % block.y,
+                        t / (block.x * block.y),
+                    ),
                     block_idx: Dim3::new(b, 0, 0),
                     block_dim: block,
                     grid_dim: Dim3::new(grid, 1, 1),
@@ -258,8 +267,16 @@ mod tests {
             for (e, &(owner, k, start, i)) in out.iter().enumerate() {
                 assert_eq!(k, e / tile_len, "tile of element {e}");
                 assert_eq!((start, i), (k * tile_len, e % tile_len));
-                assert_eq!(owner / 1000, (k % grid as usize) as u32, "block of element {e}");
-                assert_eq!((owner % 1000) as usize, i % threads, "thread of element {e}");
+                assert_eq!(
+                    owner / 1000,
+                    (k % grid as usize) as u32,
+                    "block of element {e}"
+                );
+                assert_eq!(
+                    (owner % 1000) as usize,
+                    i % threads,
+                    "thread of element {e}"
+                );
             }
         }
     }

@@ -221,8 +221,15 @@ mod tests {
                     }
                 });
                 for (i, &owner) in got.iter().enumerate() {
-                    let want = if (start..end).contains(&i) { i as u32 % threads } else { u32::MAX };
-                    assert_eq!(owner, want, "{threads} threads, {start}..{end}: element {i}");
+                    let want = if (start..end).contains(&i) {
+                        i as u32 % threads
+                    } else {
+                        u32::MAX
+                    };
+                    assert_eq!(
+                        owner, want,
+                        "{threads} threads, {start}..{end}: element {i}"
+                    );
                 }
             }
         }
@@ -242,7 +249,11 @@ mod tests {
         });
         for (i, &owner) in got.iter().enumerate() {
             let written = i < 4 || (16..=20).contains(&i);
-            assert_eq!(owner, if written { i as u32 % 4 } else { u32::MAX }, "element {i}");
+            assert_eq!(
+                owner,
+                if written { i as u32 % 4 } else { u32::MAX },
+                "element {i}"
+            );
         }
     }
 

@@ -289,8 +289,14 @@ fn expand_host(
     let name_str = name.to_string();
     let generic = !instances.is_empty();
     // Raw pointers and scatter indices: what the caller vouches for.
-    let contract = match (pointer_contract(params), crate::ownership::scatter_contract(params)) {
-        (Some(p), Some(s)) => Some(format!("{p}\n\nAlso: {}", s.trim_start_matches("# Safety\n"))),
+    let contract = match (
+        pointer_contract(params),
+        crate::ownership::scatter_contract(params),
+    ) {
+        (Some(p), Some(s)) => Some(format!(
+            "{p}\n\nAlso: {}",
+            s.trim_start_matches("# Safety\n")
+        )),
         (p, s) => p.or(s),
     };
     let unsafety = contract.as_ref().map(|_| quote! { unsafe });

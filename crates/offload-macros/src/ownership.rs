@@ -12,49 +12,23 @@
 //! casts. Each leaf is converted `as usize` and the arithmetic is the built-in one on `usize`, so
 //! no user code (an operator or `Deref` impl) runs: nothing can make it depend on the thread.
 
-use crate::params::{Param, Passing};
+use crate::params::{Ownership, Param, Passing};
 use proc_macro2::{Span, TokenStream};
 use quote::{quote, quote_spanned};
-use syn::spanned::Spanned;
-use syn::{Attribute, BinOp, Error, Expr, Ident, Member, Result, Type};
+use syn::{BinOp, Error, Expr, Ident, Member, Result, Type};
 
 const WHAT_LEN_MAY_USE: &str = "the tile length must be the same in every thread: use integer \
      literals, constants, the kernel's by-value parameters (and their fields), `x.len()` of its slice \
      parameters, `+ - * / % << >> & | ^`, parentheses and `as` casts";
 
-/// How a `&mut [T]` parameter's elements are shared out, when not grid-stride.
-pub enum Ownership {
-    /// `#[tile(len)]`.
-    Tile(Expr),
-    /// `#[scatter(index)]`.
-    Scatter(Ident),
-}
-
-/// The ownership attribute among `attrs` (`#[tile(..)]` or `#[scatter(..)]`), with its span.
-pub fn parse_attr(attrs: &[Attribute]) -> Result<Option<(Ownership, Span)>> {
-    let mut found = None;
-    for attr in attrs {
-        let ownership = if attr.path().is_ident("tile") {
-            Ownership::Tile(attr.parse_args::<Expr>()?)
-        } else if attr.path().is_ident("scatter") {
-            Ownership::Scatter(attr.parse_args::<Ident>()?)
-        } else {
-            continue;
-        };
-        if found.is_some() {
-            return Err(Error::new_spanned(
-                attr,
-                "one ownership attribute per parameter (#[tile(..)] or #[scatter(..)])",
-            ));
-        }
-        found = Some((ownership, attr.span()));
-    }
-    Ok(found)
-}
-
 /// The statement that turns the body's `ThreadSlice` parameter `p` into the view its ownership
 /// attribute names.
-pub fn convert(p: &Param, ownership: &Ownership, span: Span, params: &[Param]) -> Result<TokenStream> {
+pub fn convert(
+    p: &Param,
+    ownership: &Ownership,
+    span: Span,
+    params: &[Param],
+) -> Result<TokenStream> {
     if !matches!(p.passing, Passing::SliceMut) {
         return Err(Error::new(
             span,
@@ -163,7 +137,9 @@ fn uniform(expr: &Expr, params: &[Param]) -> Result<TokenStream> {
                 Member::Named(id) => quote! { #id },
                 Member::Unnamed(i) => quote! { #i },
             };
-            Ok(quote! { ({ let #ty { #member: __offload_field, .. } = #base; __offload_field as usize }) })
+            Ok(
+                quote! { ({ let #ty { #member: __offload_field, .. } = #base; __offload_field as usize }) },
+            )
         }
         Expr::MethodCall(m) if m.method == "len" && m.args.is_empty() && m.turbofish.is_none() => {
             let slice = match &*m.receiver {
@@ -172,7 +148,12 @@ fn uniform(expr: &Expr, params: &[Param]) -> Result<TokenStream> {
             };
             match slice {
                 // An inherent `len`: slices', `ThreadSlice`'s, `BlockTiles`'s.
-                Some(p) if matches!(p.passing, Passing::Slice | Passing::SliceMut | Passing::Atomic) => {
+                Some(p)
+                    if matches!(
+                        p.passing,
+                        Passing::Slice | Passing::SliceMut | Passing::Atomic
+                    ) =>
+                {
                     let name = &p.name;
                     Ok(quote! { #name.len() })
                 }

@@ -268,7 +268,10 @@ pub(crate) fn copy_to_device(
     let mut seen = device_contents().lock().unwrap_or_else(|p| p.into_inner());
     if seen.insert(key, sum) == Some(sum) {
         add(Field::Redundant, 1);
-        print(format_args!("{}", redundant_warning(bytes, host, device, source)));
+        print(format_args!(
+            "{}",
+            redundant_warning(bytes, host, device, source)
+        ));
     }
 }
 

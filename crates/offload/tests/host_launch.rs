@@ -117,18 +117,34 @@ fn tiles_ranges_and_scatters_through_the_generated_launchers() {
     let (grid, width, n) = (3u32, 4u32, 29usize);
     let mut owners = vec![u32::MAX; n];
     let mut sub = vec![0u32; n];
-    tile_and_range::launch(Launch::on(&host()).grid(grid).block(3), width, 5, &mut owners, &mut sub)
-        .unwrap();
+    tile_and_range::launch(
+        Launch::on(&host()).grid(grid).block(3),
+        width,
+        5,
+        &mut owners,
+        &mut sub,
+    )
+    .unwrap();
     for (e, &o) in owners.iter().enumerate() {
         let tile = e / width as usize;
-        assert_eq!(o, (tile as u32 % grid) * 1000 + (e % width as usize) as u32, "element {e}");
+        assert_eq!(
+            o,
+            (tile as u32 % grid) * 1000 + (e % width as usize) as u32,
+            "element {e}"
+        );
     }
-    assert!(sub.iter().enumerate().all(|(i, &v)| v == if i >= 5 { 7 } else { 0 }));
+    assert!(sub
+        .iter()
+        .enumerate()
+        .all(|(i, &v)| v == if i >= 5 { 7 } else { 0 }));
 
     let index: Vec<u64> = (0..n as u64).rev().collect();
     let mut out = vec![u32::MAX; n];
     // SAFETY: `index` is a permutation.
     unsafe { scatter_positions::launch(Launch::on(&host()).grid(2).block(2), &index, &mut out) }
         .unwrap();
-    assert!(out.iter().enumerate().all(|(t, &v)| v as usize == n - 1 - t));
+    assert!(out
+        .iter()
+        .enumerate()
+        .all(|(t, &v)| v as usize == n - 1 - t));
 }

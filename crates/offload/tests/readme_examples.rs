@@ -15,9 +15,7 @@ fn blocks(text: &str, wanted: fn(&str) -> bool) -> Vec<Vec<String>> {
         if let Some(info) = trimmed.strip_prefix("```") {
             match current.take() {
                 Some(block) => blocks.push(block),
-                None if wanted(info) => {
-                    current = Some(Vec::new())
-                }
+                None if wanted(info) => current = Some(Vec::new()),
                 // A block of another language: skip to its end.
                 None => current = Some(vec!["\u{0}skip".to_string()]),
             }
@@ -73,7 +71,10 @@ fn every_readme_and_ignored_example_line_is_in_a_doctest() {
     ))));
     let readme = read("README.md");
     let mut examples = blocks(&readme, compiled_rust);
-    assert!(examples.len() >= 10, "the README's Rust examples were not found");
+    assert!(
+        examples.len() >= 10,
+        "the README's Rust examples were not found"
+    );
     for file in [
         "crates/offload-macros/src/lib.rs",
         "crates/offload-runtime/src/region.rs",
@@ -100,9 +101,16 @@ fn every_readme_and_ignored_example_line_is_in_a_doctest() {
 
 #[test]
 fn the_check_sees_a_renamed_method() {
-    let doctests = visible_doctest_lines("```\nlet s = Launch::dynamic_shared(64);\n# hidden();\n```\n");
+    let doctests =
+        visible_doctest_lines("```\nlet s = Launch::dynamic_shared(64);\n# hidden();\n```\n");
     assert_eq!(doctests, ["let s = Launch::dynamic_shared(64);"]);
-    let readme = blocks("```rust\nlet s = Launch::shared_mem(64);\n```\n```text\nlet z;\n```\n", compiled_rust);
-    assert_eq!(readme, [vec!["let s = Launch::shared_mem(64);".to_string()]]);
+    let readme = blocks(
+        "```rust\nlet s = Launch::shared_mem(64);\n```\n```text\nlet z;\n```\n",
+        compiled_rust,
+    );
+    assert_eq!(
+        readme,
+        [vec!["let s = Launch::shared_mem(64);".to_string()]]
+    );
     assert!(!doctests.contains(&readme[0][0]));
 }

@@ -25,7 +25,11 @@ fn best_kernel_time(mut launch: impl FnMut() -> offload::Result<()>) -> offload:
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let device: Device = offload::default_device()?;
     println!("device: {}", device.name());
-    let n = if device.is_gpu() { 1usize << 26 } else { 1 << 20 };
+    let n = if device.is_gpu() {
+        1usize << 26
+    } else {
+        1 << 20
+    };
     let block = 256u32;
     let limits = device.limits();
     let blocks = limits.multiprocessors * (limits.threads_per_multiprocessor / block).max(1);
@@ -41,8 +45,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let safe = best_kernel_time(|| views::reverse_tiles::launch(shape(), block, &x, &mut out))?;
     let safe_ok = out == want;
     let mut out = vec![0.0f32; n];
-    let tiles_plain =
-        best_kernel_time(|| views::reverse_tiles_plain_shared::launch(shape(), block, &x, &mut out))?;
+    let tiles_plain = best_kernel_time(|| {
+        views::reverse_tiles_plain_shared::launch(shape(), block, &x, &mut out)
+    })?;
     let tiles_plain_ok = out == want;
 
     let gbps = |t: Duration| (2 * n * 4) as f64 / t.as_secs_f64() / 1e9;

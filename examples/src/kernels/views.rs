@@ -9,7 +9,10 @@ use offload::prelude::*;
 #[offload::kernel]
 pub fn reverse_tiles(chunk: u32, x: &[f32], #[tile(chunk)] out: &mut [f32]) {
     let staged = offload::shared_atomic!([f32; 1024]);
-    let (t, threads) = (thread_idx().linear_in(block_dim()), block_dim().count() as usize);
+    let (t, threads) = (
+        thread_idx().linear_in(block_dim()),
+        block_dim().count() as usize,
+    );
     for mut tile in out.iter_mine() {
         let (start, len) = (tile.start(), tile.len());
         let mut i = t;
@@ -75,7 +78,8 @@ pub fn at_past_the_end(out: &mut [u32]) {
 #[offload::kernel]
 pub fn slice_past_the_end(out: &mut [u32]) {
     let n = out.len();
-    for (_, o) in out.slice(..n + 1).iter_mine() { // PANICS HERE
+    let mut view = out.slice(..n + 1); // PANICS HERE
+    for (_, o) in view.iter_mine() {
         *o = 1;
     }
 }
@@ -85,7 +89,10 @@ pub fn slice_past_the_end(out: &mut [u32]) {
 #[offload::kernel]
 pub fn reverse_tiles_plain_shared(chunk: u32, x: &[f32], #[tile(chunk)] out: &mut [f32]) {
     let staged = offload::shared!([f32; 1024]);
-    let (t, threads) = (thread_idx().linear_in(block_dim()), block_dim().count() as usize);
+    let (t, threads) = (
+        thread_idx().linear_in(block_dim()),
+        block_dim().count() as usize,
+    );
     for mut tile in out.iter_mine() {
         let (start, len) = (tile.start(), tile.len());
         let mut i = t;
