@@ -17,10 +17,12 @@ mod arith;
 mod atomic;
 mod device_copy;
 mod fence;
+mod grid;
 #[cfg(not(target_arch = "nvptx64"))]
 pub mod host_block;
 mod index;
 pub mod math;
+mod mine_with;
 #[doc(hidden)]
 pub mod panic_record;
 mod shared;
@@ -32,6 +34,7 @@ mod wide;
 pub use atomic::Atomic;
 pub use device_copy::DeviceCopy;
 pub use fence::{fence_block, fence_device, fence_system};
+pub use grid::{Grid2, Grid3, Window2, Window3};
 /// The `half` crate (`f16`, `bf16`), whose types are `DeviceCopy`: kernels can use it as
 /// `offload::half` without a dependency of their own.
 pub use half;
@@ -43,6 +46,7 @@ pub use index::{
 };
 pub use shared::{dynamic_shared, SharedSlice, SHARED_ALIGN};
 pub use sync::sync_threads;
+pub use mine_with::MineWith;
 pub use thread_slice::{MineIter, ThreadSlice};
 pub use warp::{
     ballot, lane_id, shuffle, shuffle_down, shuffle_up, shuffle_xor, sync_warp, vote_all, vote_any,
@@ -69,4 +73,24 @@ pub unsafe fn slice_from_raw<'a, T>(ptr: *const T, len: usize) -> &'a [T] {
     } else {
         core::slice::from_raw_parts(ptr, len)
     }
+}
+
+/// The read-only slice behind a device entry's `(pointer, length)` parameter pair, where the
+/// pointer arrives as `Option<&[T; 0]>` so that it carries `noalias readonly` (the runtime passes
+/// null for no bytes).
+///
+/// # Safety
+/// For `len > 0` and a non-zero-sized `T`, `ptr` must be `Some` and `len` elements from it
+/// valid, initialised and unchanged for `'a`.
+#[doc(hidden)]
+#[inline(always)]
+pub unsafe fn entry_slice<'a, T>(ptr: Option<&'a [T; 0]>, len: usize) -> &'a [T] {
+    let raw: *const T = ptr.map_or(core::ptr::null(), |p| p.as_ptr());
+    // Null becomes the dangling address `align_of::<T>()`, which a slice of no bytes may have.
+    // It is computed from the pointer itself, not chosen between it and a constant, so that the
+    // compiler still sees every load as based on the `noalias readonly` parameter, the
+    // condition for the non-coherent cache.
+    let raw = raw.map_addr(|a| a | (a == 0) as usize * core::mem::align_of::<T>());
+    // SAFETY: per the contract; with no bytes to read, any non-null aligned pointer will do.
+    unsafe { core::slice::from_raw_parts(raw, len) }
 }

@@ -9,7 +9,8 @@
 //!   launcher is generic too, bounded by a trait that only its declared instances implement, so
 //!   launching an instance that was not compiled for the device does not compile.
 
-use crate::instances::{self, Binding, Declared, Instance};
+use crate::instances::{self, Binding, Instance};
+use crate::options::KernelOptions;
 use crate::params::{self, Param, Passing};
 use proc_macro2::TokenStream;
 use quote::{format_ident, quote};
@@ -28,7 +29,7 @@ pub enum Images {
 }
 
 pub fn expand(attr: TokenStream, item: TokenStream, images: Images) -> Result<TokenStream> {
-    let declared: Declared = syn::parse2(attr)?;
+    let options: KernelOptions = syn::parse2(attr)?;
     let func: ItemFn = syn::parse2(item)?;
     check_signature(&func)?;
     let params = func
@@ -37,7 +38,8 @@ pub fn expand(attr: TokenStream, item: TokenStream, images: Images) -> Result<To
         .iter()
         .map(params::parse)
         .collect::<Result<Vec<_>>>()?;
-    let instances = instances::resolve(&func.sig.ident, &func.sig.generics, declared)?;
+    let instances = instances::resolve(&func.sig.ident, &func.sig.generics, options.instances)?;
+    let fma = options.fma.is_some();
 
     let name = &func.sig.ident;
     let body_fn = format_ident!("__offload_body_{}", name);
@@ -45,11 +47,11 @@ pub fn expand(attr: TokenStream, item: TokenStream, images: Images) -> Result<To
     let body = expand_body(&func, &params, &body_fn);
     let device_entries = if instances.is_empty() {
         let entry = format_ident!("__offload_entry_{}", name);
-        device_entry(&params, &name.to_string(), &entry, &body_fn, quote! {})
+        device_entry(&params, &name.to_string(), &entry, &body_fn, quote! {}, fma)
     } else {
         instances
             .iter()
-            .map(|i| instance_entry(&func, &params, &body_fn, i))
+            .map(|i| instance_entry(&func, &params, &body_fn, i, fma))
             .collect()
     };
     let host = expand_host(&func, &params, &body_fn, &instances, images);
@@ -126,6 +128,7 @@ fn device_entry(
     entry: &Ident,
     body_fn: &Ident,
     generic_args: TokenStream,
+    fma: bool,
 ) -> TokenStream {
     let mut inputs = Vec::new();
     let mut args = Vec::new();
@@ -138,7 +141,13 @@ fn device_entry(
                 args.push(quote! { #pname });
                 continue;
             }
-            Passing::Slice | Passing::Ref | Passing::PtrConst => {
+            // A read-only slice arrives as a shared reference to zero elements: rustc marks such
+            // a parameter `noalias readonly`, which lets LLVM load through it with the
+            // non-coherent cache (`ld.global.nc`), as nvcc does for `const T* __restrict__`. The
+            // runtime passes null (`None`) or an address aligned for `T`, and nothing writes
+            // the memory during the launch.
+            Passing::Slice => inputs.push(quote! { #ptr: Option<&[#elem; 0]>, #len: usize }),
+            Passing::Ref | Passing::PtrConst => {
                 inputs.push(quote! { #ptr: *const #elem, #len: usize })
             }
             Passing::SliceMut | Passing::PtrMut | Passing::Atomic => {
@@ -147,15 +156,19 @@ fn device_entry(
         }
         args.push(match p.passing {
             Passing::Atomic => quote! { ::offload::Atomic::slice_from_raw(#ptr, #len) },
-            Passing::Slice => quote! { ::offload::__device::slice_from_raw(#ptr, #len) },
+            Passing::Slice => quote! { ::offload::__device::entry_slice(#ptr, #len) },
             Passing::SliceMut => quote! { ::offload::ThreadSlice::from_raw_parts(#ptr, #len) },
             Passing::Ref => quote! { &*#ptr },
             _ => quote! { #ptr },
         });
     }
+    // The device linker lets the float arithmetic of entries in this section contract into FMAs
+    // (and drops the section).
+    let fma_section = fma.then(|| quote! { #[link_section = ".offload.fma"] });
     quote! {
         #[cfg(target_arch = "nvptx64")]
         #[doc(hidden)]
+        #fma_section
         #[export_name = #export]
         #[allow(non_snake_case, improper_ctypes_definitions, clippy::too_many_arguments)]
         pub unsafe extern "ptx-kernel" fn #entry(#(#inputs),*) {
@@ -174,6 +187,7 @@ fn instance_entry(
     params: &[Param],
     body_fn: &Ident,
     inst: &Instance,
+    fma: bool,
 ) -> TokenStream {
     let name = &func.sig.ident;
     let module = format_ident!("__offload_instance_{}__{}", name, inst.suffix);
@@ -193,6 +207,7 @@ fn instance_entry(
         &entry,
         &body_path,
         quote! { #(#params_in_order),* },
+        fma,
     );
     quote! {
         #[cfg(target_arch = "nvptx64")]

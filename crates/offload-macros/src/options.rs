@@ -1,0 +1,46 @@
+//! The options of `#[offload::kernel(...)]`: `fma` and `instances(...)`, comma-separated, in any
+//! order.
+
+use crate::instances::Declared;
+use proc_macro2::{Span, TokenStream};
+use quote::ToTokens;
+use syn::parse::{Parse, ParseStream};
+use syn::{Error, Ident, Result, Token};
+
+pub struct KernelOptions {
+    /// `fma`: the kernel's float multiplies and adds may fuse into FMAs on the device.
+    pub fma: Option<Span>,
+    pub instances: Declared,
+}
+
+impl Parse for KernelOptions {
+    fn parse(input: ParseStream) -> Result<Self> {
+        let mut fma = None;
+        let mut instances = None;
+        while !input.is_empty() {
+            let key: Ident = input.parse()?;
+            if key == "fma" && fma.is_none() {
+                fma = Some(key.span());
+            } else if key == "instances" && instances.is_none() {
+                let group: proc_macro2::Group = input.parse()?;
+                let mut tokens = key.to_token_stream();
+                tokens.extend(TokenStream::from(group.into_token_stream()));
+                instances = Some(syn::parse2::<Declared>(tokens)?);
+            } else if key == "fma" || key == "instances" {
+                return Err(Error::new(key.span(), format!("`{key}` is given twice")));
+            } else {
+                return Err(Error::new(
+                    key.span(),
+                    "unknown kernel option; the options are `fma` and `instances(T = f32 | f64, ...)`",
+                ));
+            }
+            if !input.is_empty() {
+                input.parse::<Token![,]>()?;
+            }
+        }
+        Ok(KernelOptions {
+            fma,
+            instances: instances.unwrap_or_else(Declared::none),
+        })
+    }
+}
