@@ -155,7 +155,11 @@ impl<'a, T: Copy> Window2<'a, T> {
         assert!(inside(dx) && inside(dy), "offset outside the window");
         // SAFETY: the window was made only when every point at offsets lo..=hi lay in the grid,
         // which is borrowed for 'a.
-        unsafe { *self.data.add(self.centre.wrapping_add_signed(dy * self.row + dx)) }
+        unsafe {
+            *self
+                .data
+                .add(self.centre.wrapping_add_signed(dy * self.row + dx))
+        }
     }
 }
 
@@ -221,9 +225,8 @@ impl<'a, T: Copy> Grid3<'a, T> {
     ) -> Option<R> {
         assert!(lo <= 0 && 0 <= hi, "a window holds its centre");
         let i = (z * self.ny + y) * self.nx + x;
-        let inside = spans(x, self.nx, lo, hi)
-            && spans(y, self.ny, lo, hi)
-            && spans(z, self.nz, lo, hi);
+        let inside =
+            spans(x, self.nx, lo, hi) && spans(y, self.ny, lo, hi) && spans(z, self.nz, lo, hi);
         inside.then(|| {
             f(Window3 {
                 // SAFETY (for `at`): (x, y, z) and every point at offsets lo..=hi lie in the
@@ -262,9 +265,10 @@ impl<'a, T: Copy> Window3<'a, T> {
         // SAFETY: the window was made only when every point at offsets lo..=hi lay in the grid,
         // which is borrowed for 'a.
         unsafe {
-            *self
-                .data
-                .add(self.centre.wrapping_add_signed(dz * self.plane + dy * self.row + dx))
+            *self.data.add(
+                self.centre
+                    .wrapping_add_signed(dz * self.plane + dy * self.row + dx),
+            )
         }
     }
 }
@@ -310,7 +314,10 @@ mod tests {
             if let Some(corner) = g.window(i, 0, 1, |c| c.at(1, 1, 1)) {
                 assert!(x < 3 && y < 2 && z < 4);
                 assert_eq!(corner, (i + 17) as u32);
-                assert_eq!(g.window_at((x, y, z), 0, 1, |c| c.at(1, 1, 1)), Some(corner));
+                assert_eq!(
+                    g.window_at((x, y, z), 0, 1, |c| c.at(1, 1, 1)),
+                    Some(corner)
+                );
             }
         }
         assert_eq!(interior, 2 * 3);

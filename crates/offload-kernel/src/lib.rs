@@ -81,16 +81,16 @@ pub unsafe fn slice_from_raw<'a, T>(ptr: *const T, len: usize) -> &'a [T] {
 ///
 /// # Safety
 /// For `len > 0` and a non-zero-sized `T`, `ptr` must be `Some` and `len` elements from it
-/// valid, initialised and unchanged for `'a`.
+/// valid, initialised and unchanged for the returned lifetime.
 #[doc(hidden)]
 #[inline(always)]
-pub unsafe fn entry_slice<'a, T>(ptr: Option<&'a [T; 0]>, len: usize) -> &'a [T] {
+pub unsafe fn entry_slice<T>(ptr: Option<&[T; 0]>, len: usize) -> &[T] {
     let raw: *const T = ptr.map_or(core::ptr::null(), |p| p.as_ptr());
     // Null becomes the dangling address `align_of::<T>()`, which a slice of no bytes may have.
     // It is computed from the pointer itself, not chosen between it and a constant, so that the
     // compiler still sees every load as based on the `noalias readonly` parameter, the
     // condition for the non-coherent cache.
-    let raw = raw.map_addr(|a| a | (a == 0) as usize * core::mem::align_of::<T>());
+    let raw = raw.map_addr(|a| a | ((a == 0) as usize * core::mem::align_of::<T>()));
     // SAFETY: per the contract; with no bytes to read, any non-null aligned pointer will do.
     unsafe { core::slice::from_raw_parts(raw, len) }
 }

@@ -2,7 +2,7 @@
 //! order.
 
 use crate::instances::Declared;
-use proc_macro2::{Span, TokenStream};
+use proc_macro2::Span;
 use quote::ToTokens;
 use syn::parse::{Parse, ParseStream};
 use syn::{Error, Ident, Result, Token};
@@ -24,7 +24,7 @@ impl Parse for KernelOptions {
             } else if key == "instances" && instances.is_none() {
                 let group: proc_macro2::Group = input.parse()?;
                 let mut tokens = key.to_token_stream();
-                tokens.extend(TokenStream::from(group.into_token_stream()));
+                tokens.extend(group.into_token_stream());
                 instances = Some(syn::parse2::<Declared>(tokens)?);
             } else if key == "fma" || key == "instances" {
                 return Err(Error::new(key.span(), format!("`{key}` is given twice")));
@@ -42,5 +42,29 @@ impl Parse for KernelOptions {
             fma,
             instances: instances.unwrap_or_else(Declared::none),
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(s: &str) -> Result<KernelOptions> {
+        syn::parse_str(s)
+    }
+
+    #[test]
+    fn options_in_any_order_once_each() {
+        assert!(parse("").unwrap().fma.is_none());
+        assert!(parse("fma").unwrap().fma.is_some());
+        assert!(parse("instances(T = f32 | f64), fma")
+            .unwrap()
+            .fma
+            .is_some());
+        assert!(parse("fma, instances(T = f32)").unwrap().fma.is_some());
+        let twice = parse("fma, fma").err().unwrap().to_string();
+        assert_eq!(twice, "`fma` is given twice");
+        let unknown = parse("fast").err().unwrap().to_string();
+        assert!(unknown.starts_with("unknown kernel option"), "{unknown}");
     }
 }

@@ -138,27 +138,34 @@ pub fn stencil7<T: Value>(nx: u32, ny: u32, nz: u32, w: Weights<T>, input: &[T],
 
 /// 27-point 3D stencil over an `nx × ny × nz` grid; border points are copied.
 #[offload::kernel(instances(T = f32 | f64))]
-pub fn stencil27<T: Value>(nx: u32, ny: u32, nz: u32, w: Weights<T>, input: &[T], output: &mut [T]) {
+pub fn stencil27<T: Value>(
+    nx: u32,
+    ny: u32,
+    nz: u32,
+    w: Weights<T>,
+    input: &[T],
+    output: &mut [T],
+) {
     let grid = Grid3::new(input, nx, ny, nz);
     for (i, out) in output.iter_mine() {
         let interior = grid.around(i, |p| {
-                let (mut face, mut edge, mut corner) = (T::ZERO, T::ZERO, T::ZERO);
-                // Exclusive ranges: an inclusive one's extra state keeps LLVM from unrolling
-                // the loops (the kernel ran 8-9x slower than CUDA C that way).
-                for dz in -1..2isize {
-                    for dy in -1..2isize {
-                        for dx in -1..2isize {
-                            let v = p.at(dx, dy, dz);
-                            match dx.abs() + dy.abs() + dz.abs() {
-                                1 => face = face + v,
-                                2 => edge = edge + v,
-                                3 => corner = corner + v,
-                                _ => {}
-                            }
+            let (mut face, mut edge, mut corner) = (T::ZERO, T::ZERO, T::ZERO);
+            // Exclusive ranges: an inclusive one's extra state keeps LLVM from unrolling
+            // the loops (the kernel ran 8-9x slower than CUDA C that way).
+            for dz in -1..2isize {
+                for dy in -1..2isize {
+                    for dx in -1..2isize {
+                        let v = p.at(dx, dy, dz);
+                        match dx.abs() + dy.abs() + dz.abs() {
+                            1 => face = face + v,
+                            2 => edge = edge + v,
+                            3 => corner = corner + v,
+                            _ => {}
                         }
                     }
                 }
-                w.centre * p.at(0, 0, 0) + w.face * face + w.edge * edge + w.corner * corner
+            }
+            w.centre * p.at(0, 0, 0) + w.face * face + w.edge * edge + w.corner * corner
         });
         *out = interior.unwrap_or_else(|| grid.get(i));
     }
@@ -206,7 +213,8 @@ pub fn contract<T: Value>(d: &[T], u: &[T], w: &mut [T]) {
         let ue: &[T; P * P * P] = u[e * P * P * P..][..P * P * P].try_into().unwrap();
         let mut s = T::ZERO;
         for l in 0..P {
-            s = s + d[i * P + l] * ue[(l * P + j) * P + k]
+            s = s
+                + d[i * P + l] * ue[(l * P + j) * P + k]
                 + d[j * P + l] * ue[(i * P + l) * P + k]
                 + d[k * P + l] * ue[(i * P + j) * P + l];
         }
@@ -235,7 +243,11 @@ pub fn assemble<T: Value>(k: &[T], u: &[T], r: &mut [T]) {
     let mut first = block_idx().x as usize * tile;
     while first < n {
         // Slot t holds the flux of element first + t - 1 (none before the first node).
-        flux.write_mine(if first + t == 0 { T::ZERO } else { f(first + t - 1) });
+        flux.write_mine(if first + t == 0 {
+            T::ZERO
+        } else {
+            f(first + t - 1)
+        });
         if t == tile - 1 {
             // SAFETY: slot `tile` is written by this thread alone before the barrier.
             unsafe { flux.write(tile, f(first + tile - 1)) };

@@ -69,7 +69,8 @@ pub fn stencil3d<T: Value>(
         for y in 0..ny {
             for x in 0..nx {
                 let i = ((z * ny + y) * nx + x) as usize;
-                let border = x == 0 || y == 0 || z == 0 || x == nx - 1 || y == ny - 1 || z == nz - 1;
+                let border =
+                    x == 0 || y == 0 || z == 0 || x == nx - 1 || y == ny - 1 || z == nz - 1;
                 output[i] = if border {
                     input[i]
                 } else if !full {
@@ -128,7 +129,8 @@ pub fn contract<T: Value>(d: &[T], u: &[T], w: &mut [T]) {
                 for k in 0..P {
                     let mut s = T::ZERO;
                     for l in 0..P {
-                        s = s + d[i * P + l] * ue[(l * P + j) * P + k]
+                        s = s
+                            + d[i * P + l] * ue[(l * P + j) * P + k]
                             + d[j * P + l] * ue[(i * P + l) * P + k]
                             + d[k * P + l] * ue[(i * P + j) * P + l];
                     }

@@ -22,10 +22,25 @@ macro_rules! outputs {
         let k = cases::eos_constants::<T>();
         let ins: Vec<Vec<T>> = (0..5).map(|j| cases::values(n, j, -1.0, 1.0)).collect();
         let (mut e, mut p) = (vec![0.0; n], vec![0.0; n]);
-        kernels::eos::launch(on(), k, &ins[0], &ins[1], &ins[2], &ins[3], &ins[4], &mut e, &mut p)
-            .unwrap();
+        kernels::eos::launch(
+            on(),
+            k,
+            &ins[0],
+            &ins[1],
+            &ins[2],
+            &ins[3],
+            &ins[4],
+            &mut e,
+            &mut p,
+        )
+        .unwrap();
         let (mut re, mut rp) = (vec![0.0; n], vec![0.0; n]);
-        reference::eos(k, [&ins[0], &ins[1], &ins[2], &ins[3], &ins[4]], &mut re, &mut rp);
+        reference::eos(
+            k,
+            [&ins[0], &ins[1], &ins[2], &ins[3], &ins[4]],
+            &mut re,
+            &mut rp,
+        );
         results.push(("eos e", e, re));
         results.push(("eos p", p, rp));
 
@@ -127,7 +142,10 @@ fn gpu_equals_the_cpu_loops_within_fma_rounding() {
         if std::env::var("OFFLOAD_REQUIRE_GPU").is_ok_and(|v| v == "1") {
             panic!("OFFLOAD_REQUIRE_GPU=1 but there is no CUDA GPU with device images");
         }
-        let _ = writeln!(std::io::stderr(), "SKIPPED gpu_equals_the_cpu_loops: no CUDA GPU");
+        let _ = writeln!(
+            std::io::stderr(),
+            "SKIPPED gpu_equals_the_cpu_loops: no CUDA GPU"
+        );
         return;
     };
     // A fused multiply-add rounds once where the CPU loop rounds twice: a few units in the last

@@ -30,7 +30,8 @@ fn read(path: &str) -> Res<Vec<Measured>> {
             return Err(format!("{path}: expected 7 fields in {line:?}").into());
         }
         let num = |i: usize| -> Res<f64> {
-            f[i].parse::<f64>().map_err(|e| format!("{path}: {:?}: {e}", f[i]).into())
+            f[i].parse::<f64>()
+                .map_err(|e| format!("{path}: {:?}: {e}", f[i]).into())
         };
         let (bytes, offload, matched, cuda) = (num(2)?, num(3)?, num(4)?, num(5)?);
         rows.push(Measured {
@@ -53,8 +54,10 @@ fn main() -> Res<()> {
     let runs: Vec<Vec<Measured>> = csvs.iter().map(|p| read(p)).collect::<Res<_>>()?;
 
     // (kernel, type) in the order of the first run → worst ratio over the runs.
-    let order: Vec<(String, String)> =
-        runs[0].iter().map(|m| (m.kernel.clone(), m.ty.clone())).collect();
+    let order: Vec<(String, String)> = runs[0]
+        .iter()
+        .map(|m| (m.kernel.clone(), m.ty.clone()))
+        .collect();
     let mut worst: BTreeMap<(String, String), f64> = BTreeMap::new();
     let mut md = format!(
         "# offload against CUDA C\n\n{machine}, {date}, {} invocations of `parity` (`scripts/parity`). \
@@ -116,7 +119,10 @@ fn main() -> Res<()> {
     let top = worst.values().cloned().fold(1.2, f64::max) * 1.08;
     let mut chart = ChartBuilder::on(&root)
         .caption(
-            format!("offload / CUDA C device time (worst of {} runs), {machine}, {date}", runs.len()),
+            format!(
+                "offload / CUDA C device time (worst of {} runs), {machine}, {date}",
+                runs.len()
+            ),
             ("sans-serif", 22),
         )
         .margin(16)
@@ -141,7 +147,10 @@ fn main() -> Res<()> {
             .label(ty)
             .legend(move |(x, y)| Rectangle::new([(x, y - 6), (x + 14, y + 6)], color.filled()));
     }
-    for (level, style) in [(1.0, BLACK.stroke_width(2)), (1.1, BLACK.mix(0.4).stroke_width(1))] {
+    for (level, style) in [
+        (1.0, BLACK.stroke_width(2)),
+        (1.1, BLACK.mix(0.4).stroke_width(1)),
+    ] {
         chart.draw_series(LineSeries::new(
             [(0.0, level), (kernels.len() as f64, level)],
             style,
@@ -155,13 +164,14 @@ fn main() -> Res<()> {
         .draw()?;
     // Kernel names under their pair of bars, placed in pixels (the axis labels of plotters sit
     // at its own choice of positions).
-    let name_style = ("sans-serif", 15)
-        .into_font()
-        .color(&BLACK)
-        .pos(plotters::style::text_anchor::Pos::new(
-            plotters::style::text_anchor::HPos::Center,
-            plotters::style::text_anchor::VPos::Top,
-        ));
+    let name_style =
+        ("sans-serif", 15)
+            .into_font()
+            .color(&BLACK)
+            .pos(plotters::style::text_anchor::Pos::new(
+                plotters::style::text_anchor::HPos::Center,
+                plotters::style::text_anchor::VPos::Top,
+            ));
     for (i, k) in kernels.iter().enumerate() {
         let (x, y) = chart.backend_coord(&(i as f64 + 0.5, 0.0));
         root.draw(&Text::new(k.to_string(), (x, y + 10), name_style.clone()))?;
