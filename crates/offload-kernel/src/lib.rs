@@ -61,36 +61,20 @@ pub fn __host_static_shared(site: &'static u8, bytes: usize) -> *mut u8 {
     host_block::static_shared(site, bytes)
 }
 
-/// Rebuild a read-only slice parameter from the (pointer, length) pair of the device ABI.
+/// The read-only slice behind a kernel's `(pointer, length)` parameter pair, null for no bytes
+/// (the device entry receives the pointer as `Option<&[T; 0]>`, which carries `noalias readonly`).
 ///
 /// # Safety
-/// For `len > 0`, `ptr..ptr+len` must be valid, initialised and unchanged for `'a`.
+/// For `len > 0` and a non-zero-sized `T`, `len` elements from `ptr` must be valid, initialised
+/// and unchanged for the returned lifetime.
 #[doc(hidden)]
 #[inline(always)]
-pub unsafe fn slice_from_raw<'a, T>(ptr: *const T, len: usize) -> &'a [T] {
-    if len == 0 {
-        &[]
-    } else {
-        core::slice::from_raw_parts(ptr, len)
-    }
-}
-
-/// The read-only slice behind a device entry's `(pointer, length)` parameter pair, where the
-/// pointer arrives as `Option<&[T; 0]>` so that it carries `noalias readonly` (the runtime passes
-/// null for no bytes).
-///
-/// # Safety
-/// For `len > 0` and a non-zero-sized `T`, `ptr` must be `Some` and `len` elements from it
-/// valid, initialised and unchanged for the returned lifetime.
-#[doc(hidden)]
-#[inline(always)]
-pub unsafe fn entry_slice<T>(ptr: Option<&[T; 0]>, len: usize) -> &[T] {
-    let raw: *const T = ptr.map_or(core::ptr::null(), |p| p.as_ptr());
+pub unsafe fn entry_slice<'a, T>(ptr: *const T, len: usize) -> &'a [T] {
     // Null becomes the dangling address `align_of::<T>()`, which a slice of no bytes may have.
     // It is computed from the pointer itself, not chosen between it and a constant, so that the
     // compiler still sees every load as based on the `noalias readonly` parameter, the
     // condition for the non-coherent cache.
-    let raw = raw.map_addr(|a| a | ((a == 0) as usize * core::mem::align_of::<T>()));
+    let ptr = ptr.map_addr(|a| a | ((a == 0) as usize * core::mem::align_of::<T>()));
     // SAFETY: per the contract; with no bytes to read, any non-null aligned pointer will do.
-    unsafe { core::slice::from_raw_parts(raw, len) }
+    unsafe { core::slice::from_raw_parts(ptr, len) }
 }
