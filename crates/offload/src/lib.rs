@@ -60,7 +60,8 @@ pub mod prelude {
     pub use offload_kernel::{
         block_dim, block_idx, dynamic_shared, fence_block, fence_device, fence_system, global_id,
         global_threads, grid_dim, grid_stride, sync_threads, thread_idx, Atomic, BlockTiles,
-        DeviceCopy, Dim3, Scattered, SharedSlice, ThreadSlice, Tile, WideElement,
+        DeviceCopy, Dim3, Grid2, Grid3, Scattered, SharedSlice, ThreadSlice, Tile, WideElement,
+        Window2, Window3,
     };
     pub use offload_macros::DeviceCopy;
 }
@@ -92,5 +93,5 @@ pub mod __private {
 pub mod __device {
     #[cfg(target_arch = "nvptx64")]
     pub use offload_kernel::panic_record::record_panic;
-    pub use offload_kernel::slice_from_raw;
+    pub use offload_kernel::entry_slice;
 }
