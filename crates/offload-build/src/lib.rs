@@ -814,7 +814,8 @@ mod tests {
 
     #[test]
     fn fma_contraction_is_a_link_argument() {
-        let flags = |fma| device_rustflags("sm_90", Path::new("/g/link"), Path::new("/p"), true, fma);
+        let flags =
+            |fma| device_rustflags("sm_90", Path::new("/g/link"), Path::new("/p"), true, fma);
         assert!(!flags(false).contains("fma"));
         assert!(flags(true).ends_with("\x1f-Clink-arg=--fma-contraction"));
     }

@@ -48,10 +48,10 @@ pub use index::{
     block_dim, block_idx, global_id, global_threads, grid_dim, grid_stride, thread_idx, Dim3,
     GridStride,
 };
+pub use mine_with::MineWith;
 pub use scatter::{Scatter, ScatterIndex, Scattered};
 pub use shared::{dynamic_shared, SharedSlice, SHARED_ALIGN};
 pub use sync::sync_threads;
-pub use mine_with::MineWith;
 pub use thread_slice::{MineIter, ThreadSlice};
 pub use warp::{
     ballot, lane_id, shuffle, shuffle_down, shuffle_up, shuffle_xor, sync_warp, vote_all, vote_any,

@@ -67,6 +67,20 @@ impl<'a, T> ThreadSlice<'a, T> {
     /// element), and the elements are those this thread owns in the whole parameter.
     #[inline(always)]
     pub fn iter_mine(&mut self) -> MineIter<'_, T> {
+        let (next, stride) = self.first_mine();
+        MineIter {
+            ptr: self.ptr,
+            len: self.len,
+            next,
+            stride,
+            _borrow: PhantomData,
+        }
+    }
+
+    /// The first index of this view that the calling thread owns, and the stride to its next
+    /// ones (`global_threads()`): ownership follows the parameter's indices.
+    #[inline(always)]
+    pub(crate) fn first_mine(&self) -> (usize, usize) {
         let (id, stride) = (global_id(), global_threads());
         // The first view index whose parameter index is congruent to this thread's id (no
         // division for whole parameters: 64-bit division is slow on GPUs).
@@ -78,13 +92,13 @@ impl<'a, T> ThreadSlice<'a, T> {
                 phase => id + stride - phase,
             }
         };
-        MineIter {
-            ptr: self.ptr,
-            len: self.len,
-            next,
-            stride,
-            _borrow: PhantomData,
-        }
+        (next, stride)
+    }
+
+    /// Index in the kernel parameter of this view's element 0.
+    #[inline(always)]
+    pub(crate) fn offset(&self) -> usize {
+        self.offset
     }
 
     /// The elements `range` of this slice as a slice of their own (indices from 0), for writing

@@ -164,10 +164,13 @@ fn device_entry(
     });
     let args = body_args(params);
     // The body takes raw pointers, as in the host build (`None` is null: the same bits).
-    let slice_pointers = params.iter().filter(|p| p.passing == Passing::Slice).map(|p| {
-        let (ptr, _) = raw_names(p);
-        quote! { let #ptr = #ptr.map_or(::core::ptr::null(), |p| p.as_ptr()); }
-    });
+    let slice_pointers = params
+        .iter()
+        .filter(|p| p.passing == Passing::Slice)
+        .map(|p| {
+            let (ptr, _) = raw_names(p);
+            quote! { let #ptr = #ptr.map_or(::core::ptr::null(), |p| p.as_ptr()); }
+        });
     // The device linker lets the float arithmetic of entries in this section contract into FMAs
     // (and drops the section).
     let fma_section = fma.then(|| quote! { #[link_section = ".offload.fma"] });

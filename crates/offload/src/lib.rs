@@ -91,7 +91,7 @@ pub mod __private {
 /// Items the generated device entries use; not a stable API.
 #[doc(hidden)]
 pub mod __device {
+    pub use offload_kernel::entry_slice;
     #[cfg(target_arch = "nvptx64")]
     pub use offload_kernel::panic_record::record_panic;
-    pub use offload_kernel::entry_slice;
 }
