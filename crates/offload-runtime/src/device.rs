@@ -1,9 +1,10 @@
 //! Device discovery and selection.
 //!
-//! `OFFLOAD_BACKEND=host|cuda` forces a backend for the default device; `OFFLOAD_REQUIRE_GPU=1`
-//! turns every fallback to the host into an error.
+//! `OFFLOAD_BACKEND=host|cuda|liboffload` forces a backend for the default device (and, for a
+//! GPU two plugins drive, which one lists it); `OFFLOAD_REQUIRE_GPU=1` turns every fallback to
+//! the host into an error.
 
-use crate::backend::{self, host::HostBackend, Backend, BackendKind, MemoryInfo};
+use crate::backend::{self, host::HostBackend, Backend, BackendKind, MemoryInfo, Platform};
 use crate::kernel::Kernel;
 use crate::launch::Limits;
 use crate::{Error, Result};
@@ -74,10 +75,19 @@ impl Device {
         }
     }
 
+    /// The plugin that drives it.
     pub fn kind(&self) -> BackendKind {
         match &self.inner {
             DeviceInner::Host(_) => BackendKind::Host,
             DeviceInner::Offload(b) => b.kind(),
+        }
+    }
+
+    /// What kind of processor it is (an NVIDIA or AMD GPU, the host), whichever plugin drives it.
+    pub fn platform(&self) -> Platform {
+        match &self.inner {
+            DeviceInner::Host(_) => Platform::Host,
+            DeviceInner::Offload(b) => b.platform(),
         }
     }
 
@@ -141,9 +151,15 @@ impl Device {
         }
     }
 
-    /// The listed device with this [`Device::id`].
+    /// The device with this [`Device::id`], listed or reachable through [`devices_of`].
     pub(crate) fn by_id(id: usize) -> Option<Device> {
-        devices().iter().find(|d| d.id() == id).cloned()
+        let found = discovery();
+        found
+            .devices
+            .iter()
+            .chain(&found.alternates)
+            .find(|d| d.id() == id)
+            .cloned()
     }
 
     /// A device on a plugin that is not listed (the tests' mock GPU).
@@ -171,25 +187,39 @@ impl std::fmt::Debug for Device {
 
 struct Discovery {
     devices: Vec<Device>,
+    /// The handles of listed GPUs through their other plugins (see [`devices_of`]).
+    alternates: Vec<Device>,
     /// Why no GPU was found, when none was.
     no_gpu_reason: Option<String>,
+    /// For each GPU plugin that found no device, why.
+    plugin_reasons: Vec<String>,
 }
 
 fn discovery() -> &'static Discovery {
     static DISCOVERY: OnceLock<Discovery> = OnceLock::new();
     DISCOVERY.get_or_init(|| {
         let mut devices = Vec::new();
+        let mut alternates = Vec::new();
         let mut no_gpu_reason = None;
+        let mut plugin_reasons = Vec::new();
+        let offload = |b| Device {
+            inner: DeviceInner::Offload(b),
+        };
         if forced_backend().as_deref() == Some("host") {
             no_gpu_reason = Some("OFFLOAD_BACKEND=host".to_string());
         } else {
-            let (found, reasons) = backend::discover_all();
-            if found.is_empty() {
-                no_gpu_reason = Some(reasons.join("; "));
+            let found = backend::discover_all(forced_backend().as_deref().and_then(plugin_named));
+            if found.listed.is_empty() {
+                no_gpu_reason = Some(found.reasons.join("; "));
+            } else if !found.reasons.is_empty() {
+                tracing::debug!(
+                    "offload: plugins without devices: {}",
+                    found.reasons.join("; ")
+                );
             }
-            devices.extend(found.into_iter().map(|b| Device {
-                inner: DeviceInner::Offload(b),
-            }));
+            devices.extend(found.listed.into_iter().map(offload));
+            alternates.extend(found.alternates.into_iter().map(offload));
+            plugin_reasons = found.reasons;
         }
         if let Some(reason) = &no_gpu_reason {
             tracing::info!("offload: no GPU ({reason}); kernels run on the host");
@@ -199,14 +229,33 @@ fn discovery() -> &'static Discovery {
         });
         Discovery {
             devices,
+            alternates,
             no_gpu_reason,
+            plugin_reasons,
         }
     })
 }
 
-/// Every device, GPUs first (in driver order), the host last. Discovered once.
+/// Every device, GPUs first (by plugin, in driver order), the host last. Each GPU is listed
+/// once, through its preferred plugin: the CUDA plugin for NVIDIA GPUs (liboffload with
+/// `OFFLOAD_BACKEND=liboffload`), liboffload for AMD GPUs; so code that splits work over all
+/// GPUs counts each once. Discovered once.
 pub fn devices() -> &'static [Device] {
     &discovery().devices
+}
+
+/// Every device `plugin` drives, in its order, whether [`devices()`] lists it or lists the same
+/// GPU through another plugin: how to reach a GPU through a plugin of your choosing (its
+/// [`Device::name`] says which plugin drives it). Several plugins may return the same GPU.
+pub fn devices_of(plugin: BackendKind) -> Vec<Device> {
+    let found = discovery();
+    found
+        .devices
+        .iter()
+        .chain(&found.alternates)
+        .filter(|d| d.kind() == plugin)
+        .cloned()
+        .collect()
 }
 
 fn forced_backend() -> Option<String> {
@@ -214,6 +263,15 @@ fn forced_backend() -> Option<String> {
         .ok()
         .map(|s| s.to_ascii_lowercase())
         .filter(|s| !s.is_empty() && s != "auto")
+}
+
+/// The GPU plugin an `OFFLOAD_BACKEND` value names.
+fn plugin_named(name: &str) -> Option<BackendKind> {
+    match name {
+        "cuda" => Some(BackendKind::Cuda),
+        "liboffload" => Some(BackendKind::LibOffload),
+        _ => None,
+    }
 }
 
 fn gpu_required() -> bool {
@@ -234,14 +292,28 @@ pub fn default_device() -> Result<Device> {
     let device = match forced_backend().as_deref() {
         None => first_gpu.cloned().unwrap_or_else(Device::host),
         Some("host") => Device::host(),
-        Some("cuda") => first_gpu
-            .cloned()
-            .ok_or_else(|| Error::NoDevice(format!("OFFLOAD_BACKEND=cuda, but {}", no_gpu())))?,
-        Some(other) => {
-            return Err(Error::NoDevice(format!(
-                "OFFLOAD_BACKEND={other} is not a backend (use host, cuda or auto)"
-            )))
-        }
+        Some(name) => match plugin_named(name) {
+            Some(plugin) => found
+                .devices
+                .iter()
+                .find(|d| d.kind() == plugin)
+                .cloned()
+                .ok_or_else(|| {
+                    let why = match first_gpu {
+                        Some(_) => format!(
+                            "it drives none of the GPUs found ({})",
+                            found.plugin_reasons.join("; ")
+                        ),
+                        None => no_gpu(),
+                    };
+                    Error::NoDevice(format!("OFFLOAD_BACKEND={name}, but {why}"))
+                })?,
+            None => {
+                return Err(Error::NoDevice(format!(
+                    "OFFLOAD_BACKEND={name} is not a backend (use host, cuda, liboffload or auto)"
+                )))
+            }
+        },
     };
     if gpu_required() && !device.is_gpu() {
         return Err(Error::NoDevice(format!(

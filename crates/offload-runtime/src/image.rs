@@ -16,6 +16,17 @@ pub struct DeviceImage {
     pub bytes: &'static [u8],
 }
 
+impl DeviceImage {
+    /// The bytes as a driver loads them: PTX is read as a NUL-terminated string.
+    pub fn loadable_bytes(&self) -> std::borrow::Cow<'static, [u8]> {
+        if self.format == ImageFormat::Ptx && self.bytes.last() != Some(&0) {
+            std::borrow::Cow::Owned([self.bytes, &[0]].concat())
+        } else {
+            std::borrow::Cow::Borrowed(self.bytes)
+        }
+    }
+}
+
 /// All device images of one crate's kernels, written by the device pass (`offload-build`).
 #[derive(Debug)]
 pub struct ImageSet {
@@ -53,7 +64,7 @@ impl ImageSet {
 }
 
 /// `"sm_90"` → 90 (`"sm_90a"` → 90).
-fn sm_number(target: &str) -> Option<u32> {
+pub(crate) fn sm_number(target: &str) -> Option<u32> {
     let digits: String = target
         .strip_prefix("sm_")?
         .chars()
@@ -95,6 +106,18 @@ mod tests {
         assert_eq!(SET.best_for_cuda(10, 0).unwrap().bytes, b"ptx90");
         assert_eq!(SET.best_for_cuda(8, 0).unwrap().bytes, b"ptx70");
         assert!(SET.best_for_cuda(6, 1).is_none());
+    }
+
+    #[test]
+    fn ptx_loads_nul_terminated_once() {
+        assert_eq!(&*IMAGES[1].loadable_bytes(), b"ptx70\0");
+        assert_eq!(&*IMAGES[0].loadable_bytes(), b"cubin90");
+        let terminated = DeviceImage {
+            format: ImageFormat::Ptx,
+            target: "sm_90",
+            bytes: b"ptx\0",
+        };
+        assert_eq!(&*terminated.loadable_bytes(), b"ptx\0");
     }
 
     #[test]

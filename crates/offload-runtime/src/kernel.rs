@@ -28,8 +28,12 @@ pub struct KernelArg<'a> {
 
 #[derive(Clone, Copy)]
 pub(crate) enum ArgData {
-    /// A `DeviceCopy` value passed by value: where it is and how big.
-    Value { ptr: *const u8, size: usize },
+    /// A `DeviceCopy` value passed by value: where it is, how big and how aligned.
+    Value {
+        ptr: *const u8,
+        size: usize,
+        align: usize,
+    },
     /// `&[T]`: used where a data region mapped it, else copied to the device for the launch.
     Slice {
         ptr: *const u8,
@@ -108,6 +112,7 @@ impl<'a> KernelArg<'a> {
         Self::new(ArgData::Value {
             ptr: value as *const T as *const u8,
             size: size_of::<T>(),
+            align: std::mem::align_of::<T>(),
         })
     }
 

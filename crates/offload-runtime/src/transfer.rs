@@ -110,8 +110,8 @@ pub(crate) fn kernel_params(
     let mut resident = 0;
     for arg in args {
         let (device_ptr, len) = match arg.data {
-            ArgData::Value { ptr, size } => {
-                params.push(Param::Value { ptr, size });
+            ArgData::Value { ptr, size, align } => {
+                params.push(Param::Value { ptr, size, align });
                 continue;
             }
             ArgData::Resident {

@@ -2,8 +2,7 @@
 //! only `libcuda` is needed, and its absence just means no CUDA devices.
 
 use super::cuda_staging::{Staging, STAGE_FROM};
-use super::{Backend, BackendKind, DevicePtr, MemoryInfo, Param, QueueEvent};
-use crate::image::ImageFormat;
+use super::{Backend, BackendKind, DevicePtr, MemoryInfo, Param, Platform, QueueEvent};
 use crate::kernel::Kernel;
 use crate::launch::{Limits, Shape};
 use crate::{Error, Result};
@@ -38,6 +37,8 @@ pub struct CudaBackend {
     stream: Arc<CudaStream>,
     name: String,
     compute_capability: (u32, u32),
+    /// Its UUID, to find the same GPU behind another plugin (`None` if the driver would not say).
+    uuid: Option<[u8; 16]>,
     limits: Limits,
     /// Shared by the queues of the device (see [`Backend::new_queue`]).
     modules: Arc<Modules>,
@@ -116,6 +117,7 @@ impl CudaBackend {
             stream,
             name,
             compute_capability: (major as u32, minor as u32),
+            uuid: ctx.uuid().ok().map(|u| u.bytes.map(|b| b as u8)),
             limits,
             modules: Arc::new(Modules {
                 ctx: ctx.clone(),
@@ -177,7 +179,7 @@ impl CudaBackend {
                     None => format!("no image fits sm_{major}{minor}"),
                 })
             })?;
-            let module = load_module(image.format, image.bytes).map_err(|e| {
+            let module = load_module(&image.loadable_bytes()).map_err(|e| {
                 no_image(format!(
                     "the driver rejected the {:?} image for {}: {e}",
                     image.format, image.target
@@ -392,19 +394,8 @@ fn is_page_locked(ptr: *const u8) -> bool {
         && memory_type == sys::CUmemorytype::CU_MEMORYTYPE_HOST as u32
 }
 
-fn load_module(
-    format: ImageFormat,
-    bytes: &[u8],
-) -> std::result::Result<sys::CUmodule, DriverError> {
-    // cuModuleLoadData reads PTX as a NUL-terminated string.
-    let owned;
-    let image = match format {
-        ImageFormat::Ptx if bytes.last() != Some(&0) => {
-            owned = [bytes, &[0]].concat();
-            &owned[..]
-        }
-        _ => bytes,
-    };
+/// Loads a cubin, or PTX as a NUL-terminated string (`DeviceImage::loadable_bytes`).
+fn load_module(image: &[u8]) -> std::result::Result<sys::CUmodule, DriverError> {
     // SAFETY: `image` is a complete PTX string or cubin, alive for the call.
     unsafe { result::module::load_data(image.as_ptr() as *const c_void) }
 }
@@ -412,6 +403,14 @@ fn load_module(
 impl Backend for CudaBackend {
     fn kind(&self) -> BackendKind {
         BackendKind::Cuda
+    }
+
+    fn platform(&self) -> Platform {
+        Platform::Cuda
+    }
+
+    fn uuid(&self) -> Option<[u8; 16]> {
+        self.uuid
     }
 
     fn name(&self) -> &str {
@@ -670,6 +669,7 @@ impl Backend for CudaBackend {
             stream,
             name: self.name.clone(),
             compute_capability: self.compute_capability,
+            uuid: self.uuid,
             limits: self.limits,
             modules: self.modules.clone(),
         }))

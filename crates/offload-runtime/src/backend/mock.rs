@@ -3,7 +3,7 @@
 //! allocations fail. It lets the mapping logic (present table, regions, transfers, trace
 //! counters) be tested on machines without a GPU.
 
-use super::{Backend, BackendKind, DevicePtr, MemoryInfo, Param, QueueEvent};
+use super::{Backend, BackendKind, DevicePtr, MemoryInfo, Param, Platform, QueueEvent};
 use crate::kernel::Kernel;
 use crate::launch::{Limits, Shape};
 use crate::{Error, Result};
@@ -22,6 +22,8 @@ pub(crate) struct MockGpu {
     pub launches: Mutex<Vec<Vec<u64>>>,
     lock: Mutex<()>,
     released: AtomicBool,
+    /// Which plugin it poses as, for GPU, at which ordinal, with which UUID (discovery tests).
+    pub identity: (BackendKind, Platform, usize, Option<[u8; 16]>),
 }
 
 impl MockGpu {
@@ -33,6 +35,7 @@ impl MockGpu {
             launches: Mutex::new(Vec::new()),
             lock: Mutex::new(()),
             released: AtomicBool::new(false),
+            identity: (BackendKind::Cuda, Platform::Cuda, 0, None),
         }
     }
 
@@ -63,13 +66,19 @@ impl MockGpu {
 
 impl Backend for MockGpu {
     fn kind(&self) -> BackendKind {
-        BackendKind::Cuda
+        self.identity.0
+    }
+    fn platform(&self) -> Platform {
+        self.identity.1
+    }
+    fn uuid(&self) -> Option<[u8; 16]> {
+        self.identity.3
     }
     fn name(&self) -> &str {
         "mock GPU"
     }
     fn ordinal(&self) -> usize {
-        0
+        self.identity.2
     }
     fn limits(&self) -> Limits {
         Limits {

@@ -1,0 +1,678 @@
+//! The plugin glue: one liboffload GPU behind [`Backend`], each instance with a queue of its own.
+
+use super::event::OlEvent;
+use super::params;
+use super::program::{Program, Target};
+use super::result::{Ol, OlError};
+use super::sys;
+use super::Handle;
+use crate::backend::{Backend, BackendKind, DevicePtr, MemoryInfo, Param, Platform, QueueEvent};
+use crate::kernel::Kernel;
+use crate::launch::{Limits, Shape};
+use crate::{Error, Result};
+use offload_kernel::panic_record::PanicRecord;
+use offload_kernel::Dim3;
+use std::collections::hash_map::{Entry, HashMap};
+use std::ffi::c_void;
+use std::mem::size_of;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+/// A liboffload GPU with a queue of its own; [`Backend::new_queue`] gives more.
+pub struct LibOffloadBackend {
+    shared: Arc<Shared>,
+    queue: Handle<sys::ol_queue_impl_t>,
+}
+
+/// What all queues of a device share.
+struct Shared {
+    ol: Ol,
+    device: Handle<sys::ol_device_impl_t>,
+    /// liboffload's host placeholder: the host side of copies, nothing else.
+    host: Handle<sys::ol_device_impl_t>,
+    name: String,
+    platform: Platform,
+    ordinal: usize,
+    uuid: Option<[u8; 16]>,
+    limits: Limits,
+    total_memory: usize,
+    /// Live device allocations and their sizes (liboffload 22 has no free-memory query).
+    allocations: Mutex<HashMap<u64, usize>>,
+    /// Loaded images, keyed by the address of the `ImageSet` they came from.
+    programs: Mutex<HashMap<usize, Program>>,
+    /// See [`Backend::launch_lock`]: one for all queues, as their programs share panic records.
+    launches: Mutex<()>,
+    released: AtomicBool,
+    /// Every live queue of the device, for `release` to drain.
+    queues: Mutex<Vec<Handle<sys::ol_queue_impl_t>>>,
+}
+
+/// Opens every GPU liboffload lists, skipping its host placeholder (which only serves as the
+/// host side of copies).
+pub fn open_all(ol: Ol) -> std::result::Result<Vec<LibOffloadBackend>, String> {
+    let failed = |what: &str, e: OlError| format!("{what} failed: {e}");
+    let devices = ol.devices().map_err(|e| failed("olIterateDevices", e))?;
+    let mut host = None;
+    let mut gpus = Vec::new();
+    for device in devices {
+        // SAFETY: a handle liboffload just listed; the platform is safe to ask of every device.
+        let backend = unsafe { ol.platform_backend(device) }
+            .map_err(|e| failed("asking a device's platform", e))?;
+        match backend {
+            sys::OL_PLATFORM_BACKEND_HOST => host = Some(device),
+            sys::OL_PLATFORM_BACKEND_CUDA => gpus.push((device, Platform::Cuda)),
+            sys::OL_PLATFORM_BACKEND_AMDGPU => gpus.push((device, Platform::Amdgpu)),
+            other => tracing::debug!(
+                backend = other,
+                "liboffload device of an unknown platform skipped"
+            ),
+        }
+    }
+    if gpus.is_empty() {
+        return Ok(Vec::new());
+    }
+    let host = host.ok_or("liboffload lists GPUs but no host device, which copies need")?;
+    let mut opened = Vec::new();
+    for (device, platform) in gpus {
+        let ordinal = opened
+            .iter()
+            .filter(|b: &&LibOffloadBackend| b.shared.platform == platform)
+            .count();
+        // SAFETY: live handles liboffload listed; `device` is a GPU of `platform`.
+        let backend = unsafe { LibOffloadBackend::open(ol, device, host, platform, ordinal) }
+            .map_err(|e| failed("opening a liboffload GPU", e))?;
+        opened.push(backend);
+    }
+    Ok(opened)
+}
+
+impl LibOffloadBackend {
+    /// # Safety
+    /// `device` is a live GPU handle of `platform` and `host` liboffload's host placeholder.
+    unsafe fn open(
+        ol: Ol,
+        device: sys::ol_device_handle_t,
+        host: sys::ol_device_handle_t,
+        platform: Platform,
+        ordinal: usize,
+    ) -> std::result::Result<Self, OlError> {
+        // SAFETY: `device` is a live GPU handle; each property has the type `OffloadAPI.h`
+        // gives it.
+        let (name, version, uid, total_memory, limits) = unsafe {
+            (
+                ol.device_info_string(device, sys::OL_DEVICE_INFO_NAME)?,
+                ol.platform_version(device).unwrap_or_default(),
+                ol.device_info_string(device, sys::OL_DEVICE_INFO_UID),
+                ol.device_info::<u64>(device, sys::OL_DEVICE_INFO_GLOBAL_MEM_SIZE)? as usize,
+                limits(ol, device)?,
+            )
+        };
+        let uuid = uid.ok().and_then(|uid| uuid_of(&uid));
+        let platform_name = match platform {
+            Platform::Cuda => "CUDA",
+            Platform::Amdgpu => "AMDGPU",
+            Platform::Host => "host",
+        };
+        let name = format!("{name} (liboffload {platform_name} device {ordinal})");
+        tracing::debug!(device = %name, api = %version, ?limits, "liboffload device");
+        // SAFETY: a GPU device handle, never the host placeholder.
+        let queue = unsafe { ol.create_queue(device) }?;
+        Ok(LibOffloadBackend {
+            shared: Arc::new(Shared {
+                ol,
+                device: Handle(device),
+                host: Handle(host),
+                name,
+                platform,
+                ordinal,
+                uuid,
+                limits,
+                total_memory,
+                allocations: Mutex::new(HashMap::new()),
+                programs: Mutex::new(HashMap::new()),
+                launches: Mutex::new(()),
+                released: AtomicBool::new(false),
+                queues: Mutex::new(vec![Handle(queue)]),
+            }),
+            queue: Handle(queue),
+        })
+    }
+
+    fn ol(&self) -> Ol {
+        self.shared.ol
+    }
+
+    fn device(&self) -> sys::ol_device_handle_t {
+        self.shared.device.0
+    }
+
+    fn host(&self) -> sys::ol_device_handle_t {
+        self.shared.host.0
+    }
+
+    /// The gate of every operation that runs something: a released device says so.
+    fn live(&self) -> Result<()> {
+        if self.shared.released.load(Ordering::Acquire) {
+            return Err(Error::Released {
+                device: self.shared.name.clone(),
+            });
+        }
+        Ok(())
+    }
+
+    fn failed(&self, operation: &'static str) -> impl Fn(OlError) -> Error + '_ {
+        move |e| Error::Driver {
+            device: self.shared.name.clone(),
+            operation,
+            message: e.to_string(),
+        }
+    }
+
+    fn programs(&self) -> MutexGuard<'_, HashMap<usize, Program>> {
+        self.shared
+            .programs
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The kernel's symbol, loading its crate's image on first use.
+    fn kernel_symbol(&self, kernel: &Kernel) -> Result<sys::ol_symbol_handle_t> {
+        let no_image = |reason: String| Error::NoImage {
+            kernel: kernel.name,
+            device: self.shared.name.clone(),
+            reason,
+        };
+        let mut programs = self.programs();
+        let program = match programs.entry(kernel.images as *const _ as usize) {
+            Entry::Occupied(loaded) => loaded.into_mut(),
+            Entry::Vacant(slot) => {
+                let target = Target {
+                    ol: self.ol(),
+                    device: self.device(),
+                    host: self.host(),
+                    queue: self.queue.0,
+                    platform: self.shared.platform,
+                };
+                // SAFETY: the target's handles are live: the device is open and not released.
+                slot.insert(unsafe { Program::load(&target, kernel.images) }.map_err(no_image)?)
+            }
+        };
+        // SAFETY: the program stays loaded until release, which holds the launch lock.
+        unsafe { program.kernel(self.ol(), kernel.name) }.map_err(|e| {
+            no_image(format!(
+                "the image has no entry point `{}`: liboffload: {e}",
+                kernel.name
+            ))
+        })
+    }
+
+    /// What a refused launch means: a block the kernel cannot run with, too much shared memory,
+    /// else liboffload's message.
+    fn launch_error(
+        &self,
+        kernel: &Kernel,
+        symbol: sys::ol_symbol_handle_t,
+        shape: Shape,
+        error: OlError,
+    ) -> Error {
+        let invalid = |reason: String| Error::InvalidLaunch {
+            kernel: kernel.name,
+            device: self.shared.name.clone(),
+            reason,
+        };
+        if error.message.contains("too many resources") {
+            // SAFETY: the device and the kernel's program are live.
+            let picked = unsafe {
+                self.ol()
+                    .optimal_group_size(self.device(), symbol, shape.dynamic_shared as usize)
+            };
+            let picked = picked
+                .map(|n| format!("; its occupancy calculation picks blocks of {n}"))
+                .unwrap_or_default();
+            return invalid(format!(
+                "{} threads per block are more than this kernel can run with (liboffload: {}{picked})",
+                shape.block.count(),
+                error.message
+            ));
+        }
+        if shape.dynamic_shared > 0 && error.message.contains("invalid argument") {
+            return invalid(format!(
+                "{} bytes of dynamic shared memory and the kernel's static shared memory exceed \
+                 what the device gives a block (liboffload: {})",
+                shape.dynamic_shared, error.message
+            ));
+        }
+        Error::KernelFailed {
+            kernel: kernel.name,
+            device: self.shared.name.clone(),
+            message: format!("launch refused: {error}"),
+        }
+    }
+
+    /// Copies `bytes` bytes from the device to host memory now, on this queue.
+    ///
+    /// # Safety
+    /// `dst` holds `bytes` writable bytes and `src` that many device bytes.
+    unsafe fn read_now(
+        &self,
+        dst: *mut u8,
+        src: u64,
+        bytes: usize,
+    ) -> std::result::Result<(), OlError> {
+        let ol = self.ol();
+        // SAFETY: per this function's contract; synchronized before returning.
+        unsafe {
+            ol.memcpy(
+                self.queue.0,
+                dst as *mut c_void,
+                self.host(),
+                src as *const c_void,
+                self.device(),
+                bytes,
+            )?;
+            ol.sync_queue(self.queue.0)
+        }
+    }
+}
+
+/// The device's launch limits, from what liboffload reports. liboffload 22 has no grid limit and
+/// no threads-per-multiprocessor figure: the grid limits are CUDA's (met by every CUDA and AMD
+/// GPU), the residency an estimate used only to size default launches.
+///
+/// # Safety
+/// `device` is a live GPU handle.
+unsafe fn limits(ol: Ol, device: sys::ol_device_handle_t) -> std::result::Result<Limits, OlError> {
+    // SAFETY: per this function's contract; each property has the type `OffloadAPI.h` gives it.
+    let (max_threads, block, units, shared) = unsafe {
+        (
+            ol.device_info::<u32>(device, sys::OL_DEVICE_INFO_MAX_WORK_GROUP_SIZE)?,
+            ol.device_info::<sys::ol_dimensions_t>(
+                device,
+                sys::OL_DEVICE_INFO_MAX_WORK_GROUP_SIZE_PER_DIMENSION,
+            )?,
+            ol.device_info::<u32>(device, sys::OL_DEVICE_INFO_NUM_COMPUTE_UNITS)?,
+            ol.device_info::<u64>(device, sys::OL_DEVICE_INFO_WORK_GROUP_LOCAL_MEM_SIZE),
+        )
+    };
+    let shared = shared.unwrap_or_else(|e| {
+        tracing::debug!("liboffload reports no shared memory size ({e}): assuming 48 KiB");
+        48 * 1024
+    });
+    Ok(Limits {
+        max_threads_per_block: max_threads,
+        max_block: Dim3::new(block.x, block.y, block.z),
+        max_grid: Dim3::new(i32::MAX as u32, 65535, 65535),
+        multiprocessors: units,
+        threads_per_multiprocessor: 2 * max_threads,
+        max_shared_per_block: u32::try_from(shared).unwrap_or(u32::MAX),
+    })
+}
+
+/// The 16 bytes of a device UUID written in hex (`GPU-8e1c…`, with or without dashes); `None`
+/// for anything else.
+fn uuid_of(uid: &str) -> Option<[u8; 16]> {
+    let digits: Vec<u8> = uid
+        .trim_start_matches("GPU-")
+        .bytes()
+        .filter(|b| *b != b'-')
+        .map(|b| (b as char).to_digit(16).map(|d| d as u8))
+        .collect::<Option<_>>()?;
+    let bytes: Vec<u8> = digits
+        .chunks(2)
+        .map(|p| p[0] << 4 | p.get(1).copied().unwrap_or(0))
+        .collect();
+    (digits.len() == 32).then(|| bytes.try_into().expect("32 digits are 16 bytes"))
+}
+
+impl Backend for LibOffloadBackend {
+    fn kind(&self) -> BackendKind {
+        BackendKind::LibOffload
+    }
+
+    fn platform(&self) -> Platform {
+        self.shared.platform
+    }
+
+    fn uuid(&self) -> Option<[u8; 16]> {
+        self.shared.uuid
+    }
+
+    fn name(&self) -> &str {
+        &self.shared.name
+    }
+
+    fn ordinal(&self) -> usize {
+        self.shared.ordinal
+    }
+
+    fn limits(&self) -> Limits {
+        self.shared.limits
+    }
+
+    /// Free memory is the device's memory less what this process allocated through liboffload:
+    /// liboffload 22 cannot ask the driver.
+    fn memory_info(&self) -> Result<MemoryInfo> {
+        self.live()?;
+        let used: usize = self
+            .shared
+            .allocations
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .values()
+            .sum();
+        Ok(MemoryInfo {
+            free: self.shared.total_memory.saturating_sub(used),
+            total: self.shared.total_memory,
+        })
+    }
+
+    fn alloc(&self, kernel: &'static str, bytes: usize) -> Result<DevicePtr> {
+        self.live()?;
+        // SAFETY: a GPU device handle, never the host placeholder.
+        match unsafe {
+            self.ol()
+                .mem_alloc(self.device(), sys::OL_ALLOC_TYPE_DEVICE, bytes)
+        } {
+            Ok(ptr) => {
+                let ptr = ptr as u64;
+                self.shared
+                    .allocations
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .insert(ptr, bytes);
+                Ok(DevicePtr(ptr))
+            }
+            Err(e) if e.is_out_of_memory() => Err(Error::OutOfMemory {
+                kernel,
+                device: self.shared.name.clone(),
+                bytes,
+            }),
+            Err(e) => Err(self.failed("allocating device memory")(e)),
+        }
+    }
+
+    unsafe fn free(&self, ptr: DevicePtr) {
+        // Not `live`: memory allocated before a release is still freed after it.
+        self.shared
+            .allocations
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(&ptr.0);
+        // SAFETY: per the trait contract, `ptr` came from `alloc` and is no longer used.
+        if let Err(e) = unsafe { self.ol().mem_free(ptr.0 as *mut c_void) } {
+            tracing::warn!(device = %self.shared.name, "freeing device memory failed: {e}");
+        }
+    }
+
+    unsafe fn copy_to_device(&self, dst: DevicePtr, src: *const u8, bytes: usize) -> Result<()> {
+        self.live()?;
+        // SAFETY: per the trait contract (`src` readable and unchanged until the queue has
+        // synchronized, `dst` holds `bytes`).
+        unsafe {
+            self.ol().memcpy(
+                self.queue.0,
+                dst.0 as *mut c_void,
+                self.device(),
+                src as *const c_void,
+                self.host(),
+                bytes,
+            )
+        }
+        .map_err(self.failed("copying to the device"))
+    }
+
+    unsafe fn copy_from_device(&self, dst: *mut u8, src: DevicePtr, bytes: usize) -> Result<()> {
+        self.live()?;
+        // SAFETY: per the trait contract (`dst` writable and unused until the queue has
+        // synchronized, `src` holds `bytes`).
+        unsafe {
+            self.ol().memcpy(
+                self.queue.0,
+                dst as *mut c_void,
+                self.host(),
+                src.0 as *const c_void,
+                self.device(),
+                bytes,
+            )
+        }
+        .map_err(self.failed("copying from the device"))
+    }
+
+    unsafe fn fill_zero(&self, dst: DevicePtr, bytes: usize) -> Result<()> {
+        self.live()?;
+        // SAFETY: per the trait contract, `dst` holds `bytes` bytes of this device's memory.
+        unsafe {
+            self.ol()
+                .mem_zero(self.queue.0, dst.0 as *mut c_void, bytes)
+        }
+        .map_err(self.failed("zeroing device memory"))
+    }
+
+    fn launch(&self, kernel: &Kernel, shape: Shape, params: &[Param]) -> Result<()> {
+        self.live()?;
+        let symbol = self.kernel_symbol(kernel)?;
+        let arguments = params::pack(params);
+        let Shape {
+            grid,
+            block,
+            dynamic_shared,
+        } = shape;
+        let size = sys::ol_kernel_launch_size_args_t {
+            dimensions: if grid.z > 1 || block.z > 1 {
+                3
+            } else if grid.y > 1 || block.y > 1 {
+                2
+            } else {
+                1
+            },
+            num_groups: sys::ol_dimensions_t {
+                x: grid.x,
+                y: grid.y,
+                z: grid.z,
+            },
+            group_size: sys::ol_dimensions_t {
+                x: block.x,
+                y: block.y,
+                z: block.z,
+            },
+            dyn_shared_memory: dynamic_shared as usize,
+        };
+        // SAFETY: queue, device and kernel belong together and are live; `arguments` is laid
+        // out as the entry's parameters as the kernel attribute generates them, with device
+        // addresses this launch's caller placed.
+        unsafe {
+            self.ol()
+                .launch_kernel(self.queue.0, self.device(), symbol, &arguments, &size)
+        }
+        .map_err(|e| self.launch_error(kernel, symbol, shape, e))
+    }
+
+    fn synchronize(&self) -> Result<()> {
+        self.live()?;
+        // SAFETY: the queue is live while `self` is.
+        unsafe { self.ol().sync_queue(self.queue.0) }.map_err(self.failed("synchronizing"))
+    }
+
+    fn take_panic(&self, kernel: &Kernel) -> Result<Option<String>> {
+        let programs = self.programs();
+        let Some(slot) = programs
+            .get(&(kernel.images as *const _ as usize))
+            .and_then(|p| p.panics.as_ref())
+        else {
+            return Ok(None);
+        };
+        let failed = self.failed("reading the kernel's panic record");
+        if slot.host_flag.is_null() {
+            self.live()?;
+            let mut flag = 0u32;
+            // SAFETY: the record's first word; the launch completed (the caller synchronized).
+            unsafe {
+                self.read_now(
+                    &mut flag as *mut u32 as *mut u8,
+                    slot.record,
+                    size_of::<u32>(),
+                )
+            }
+            .map_err(&failed)?;
+            if flag == 0 {
+                return Ok(None);
+            }
+        } else {
+            // The no-panic path: one read of page-locked host memory, which the completed
+            // launch's stores reached.
+            // SAFETY: the flag lives until the program is destroyed; the lock is held.
+            if unsafe { slot.host_flag.read_volatile() } == 0 {
+                return Ok(None);
+            }
+        }
+        self.live()?;
+        let mut record = PanicRecord::ZERO;
+        let bytes = size_of::<PanicRecord>();
+        let ol = self.ol();
+        // SAFETY: `record` holds `bytes` bytes and any bytes are a valid PanicRecord; the device
+        // record holds `bytes` (checked at load). Zeroing it and the flag, ordered before any
+        // later launch, arms the record for the next launch.
+        unsafe {
+            self.read_now(record.as_bytes_mut().as_mut_ptr(), slot.record, bytes)
+                .and_then(|()| ol.mem_zero(self.queue.0, slot.record as *mut c_void, bytes))
+                .and_then(|()| ol.sync_queue(self.queue.0))
+                .map_err(&failed)?;
+            if !slot.host_flag.is_null() {
+                slot.host_flag.write_volatile(0);
+            }
+        }
+        Ok(Some(record.to_string()))
+    }
+
+    fn release(&self) -> Result<()> {
+        // No launch is between its start and its panic check while this is held.
+        let _launches = self.launch_lock();
+        self.live()?;
+        self.shared.released.store(true, Ordering::Release);
+        let ol = self.ol();
+        for queue in self
+            .shared
+            .queues
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .iter()
+        {
+            // SAFETY: queues are live while registered.
+            unsafe { ol.sync_queue(queue.0) }.map_err(self.failed("synchronizing"))?;
+        }
+        for (_, program) in self.programs().drain() {
+            // SAFETY: every queue is drained and no launch is in flight (the lock is held);
+            // later launches are refused before they reach the program.
+            unsafe { program.destroy(ol) };
+        }
+        Ok(())
+    }
+
+    fn launch_lock(&self) -> MutexGuard<'_, ()> {
+        self.shared
+            .launches
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn new_queue(&self) -> Result<Arc<dyn Backend>> {
+        self.live()?;
+        // SAFETY: a GPU device handle, never the host placeholder.
+        let queue = unsafe { self.ol().create_queue(self.device()) }
+            .map_err(self.failed("creating a queue"))?;
+        self.shared
+            .queues
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(Handle(queue));
+        Ok(Arc::new(LibOffloadBackend {
+            shared: self.shared.clone(),
+            queue: Handle(queue),
+        }))
+    }
+
+    fn record_event(&self) -> Result<Box<dyn QueueEvent>> {
+        self.live()?;
+        let key = Arc::as_ptr(&self.shared) as usize;
+        // SAFETY: the queue is live while `self` is.
+        let event = unsafe { OlEvent::record(self.ol(), self.queue.0, &self.shared.name, key) }?;
+        Ok(Box::new(event))
+    }
+
+    fn wait_event(&self, event: &dyn QueueEvent) -> Result<()> {
+        self.live()?;
+        let event = OlEvent::of(event, &self.shared.name, Arc::as_ptr(&self.shared) as usize)?;
+        // SAFETY: both are live and of this device.
+        unsafe { self.ol().wait_event(self.queue.0, event.handle.0) }
+            .map_err(self.failed("waiting for an event"))
+    }
+
+    fn alloc_pinned(&self, bytes: usize) -> Result<*mut u8> {
+        self.live()?;
+        // SAFETY: a GPU device handle; host memory liboffload page-locks for its devices.
+        unsafe {
+            self.ol()
+                .mem_alloc(self.device(), sys::OL_ALLOC_TYPE_HOST, bytes)
+        }
+        .map(|p| p as *mut u8)
+        .map_err(self.failed("allocating pinned host memory"))
+    }
+
+    unsafe fn free_pinned(&self, ptr: *mut u8) {
+        // SAFETY: per the trait contract.
+        if let Err(e) = unsafe { self.ol().mem_free(ptr as *mut c_void) } {
+            tracing::warn!(device = %self.shared.name, "freeing pinned host memory failed: {e}");
+        }
+    }
+}
+
+impl Drop for LibOffloadBackend {
+    fn drop(&mut self) {
+        let mut queues = self.shared.queues.lock().unwrap_or_else(|p| p.into_inner());
+        queues.retain(|q| q.0 != self.queue.0);
+        // SAFETY: this queue is not used after this; olDestroyQueue lets queued work finish.
+        if let Err(e) = unsafe { self.shared.ol.destroy_queue(self.queue.0) } {
+            tracing::debug!(device = %self.shared.name, "destroying a queue failed: {e}");
+        }
+    }
+}
+
+impl Drop for Shared {
+    fn drop(&mut self) {
+        let ol = self.ol;
+        for (_, program) in self
+            .programs
+            .get_mut()
+            .unwrap_or_else(|p| p.into_inner())
+            .drain()
+        {
+            // SAFETY: the last queue of the device is gone, so nothing uses the program.
+            unsafe { program.destroy(ol) };
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_device_uuids_in_their_usual_spellings() {
+        let bytes: [u8; 16] = [
+            0x8e, 0x1c, 0x2f, 0x3a, 0x4b, 0x5c, 0x6d, 0x7e, 0x8f, 0x90, 0xa1, 0xb2, 0xc3, 0xd4,
+            0xe5, 0xf6,
+        ];
+        assert_eq!(
+            uuid_of("GPU-8e1c2f3a-4b5c-6d7e-8f90-a1b2c3d4e5f6"),
+            Some(bytes)
+        );
+        assert_eq!(uuid_of("8e1c2f3a4b5c6d7e8f90a1b2c3d4e5f6"), Some(bytes));
+        assert_eq!(
+            uuid_of("GPU-8e1c2f3a4b5c6d7e"),
+            None,
+            "AMD's 8-byte unique id"
+        );
+        assert_eq!(uuid_of(""), None);
+        assert_eq!(uuid_of("not a uuid at all, but 32 long!!"), None);
+    }
+}
