@@ -15,8 +15,11 @@ pub struct OlError {
 }
 
 impl OlError {
+    /// Whether an allocation failed for want of memory. liboffload 22's CUDA plugin passes the
+    /// driver's words on with an unknown-error code (`error in cuMemAlloc[Host|Managed]: out of
+    /// memory`, seen on the H200); others use the code of exhausted resources.
     pub fn is_out_of_memory(&self) -> bool {
-        self.code == sys::OL_ERRC_OUT_OF_RESOURCES
+        self.code == sys::OL_ERRC_OUT_OF_RESOURCES || self.message.contains("out of memory")
     }
 }
 
