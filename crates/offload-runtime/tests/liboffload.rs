@@ -31,6 +31,7 @@ const ENTRY_POINTS: &[&str] = &[
     "olCreateEvent",
     "olDestroyEvent",
     "olSyncEvent",
+    "olGetEventInfo",
     "olWaitEvents",
     "olLaunchHostFunction",
     "olMemAlloc",

@@ -2,6 +2,7 @@
 
 use super::event::OlEvent;
 use super::params;
+use super::pool::Pool;
 use super::program::{Program, Target};
 use super::result::{Ol, OlError};
 use super::sys;
@@ -36,8 +37,11 @@ struct Shared {
     uuid: Option<[u8; 16]>,
     limits: Limits,
     total_memory: usize,
-    /// Live device allocations and their sizes (liboffload 22 has no free-memory query).
+    /// Device allocations not yet given back (in use or kept by `pool`) and their sizes
+    /// (liboffload 22 has no free-memory query).
     allocations: Mutex<HashMap<u64, usize>>,
+    /// Freed device memory kept for reuse (see `pool`).
+    pool: Pool,
     /// Loaded images, keyed by the address of the `ImageSet` they came from.
     programs: Mutex<HashMap<usize, Program>>,
     /// See [`Backend::launch_lock`]: one for all queues, as their programs share panic records.
@@ -129,6 +133,7 @@ impl LibOffloadBackend {
                 limits,
                 total_memory,
                 allocations: Mutex::new(HashMap::new()),
+                pool: Pool::default(),
                 programs: Mutex::new(HashMap::new()),
                 launches: Mutex::new(()),
                 released: AtomicBool::new(false),
@@ -165,6 +170,23 @@ impl LibOffloadBackend {
             device: self.shared.name.clone(),
             operation,
             message: e.to_string(),
+        }
+    }
+
+    fn allocations(&self) -> MutexGuard<'_, HashMap<u64, usize>> {
+        self.shared
+            .allocations
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Gives the pool's kept blocks back to the device.
+    fn trim_pool(&self) {
+        // SAFETY: the device is open.
+        let returned = unsafe { self.shared.pool.trim(self.ol()) };
+        let mut allocations = self.allocations();
+        for (ptr, _) in returned {
+            allocations.remove(&ptr);
         }
     }
 
@@ -349,17 +371,12 @@ impl Backend for LibOffloadBackend {
         self.shared.limits
     }
 
-    /// Free memory is the device's memory less what this process allocated through liboffload:
-    /// liboffload 22 cannot ask the driver.
+    /// Free memory is the device's memory less what this process allocated through liboffload
+    /// (liboffload 22 cannot ask the driver); freed memory the plugin keeps for reuse counts as
+    /// used.
     fn memory_info(&self) -> Result<MemoryInfo> {
         self.live()?;
-        let used: usize = self
-            .shared
-            .allocations
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .values()
-            .sum();
+        let used: usize = self.allocations().values().sum();
         Ok(MemoryInfo {
             free: self.shared.total_memory.saturating_sub(used),
             total: self.shared.total_memory,
@@ -368,18 +385,27 @@ impl Backend for LibOffloadBackend {
 
     fn alloc(&self, kernel: &'static str, bytes: usize) -> Result<DevicePtr> {
         self.live()?;
-        // SAFETY: a GPU device handle, never the host placeholder.
-        match unsafe {
-            self.ol()
-                .mem_alloc(self.device(), sys::OL_ALLOC_TYPE_DEVICE, bytes)
-        } {
+        // SAFETY: this backend's queue is live.
+        if let Some(ptr) = unsafe { self.shared.pool.take(self.ol(), bytes, self.queue.0) } {
+            return Ok(DevicePtr(ptr));
+        }
+        let allocate = || {
+            // SAFETY: a GPU device handle, never the host placeholder.
+            unsafe {
+                self.ol()
+                    .mem_alloc(self.device(), sys::OL_ALLOC_TYPE_DEVICE, bytes)
+            }
+        };
+        let mut allocated = allocate();
+        if allocated.as_ref().is_err_and(|e| e.is_out_of_memory()) {
+            // Give the kept blocks back and try once more before calling it out of memory.
+            self.trim_pool();
+            allocated = allocate();
+        }
+        match allocated {
             Ok(ptr) => {
                 let ptr = ptr as u64;
-                self.shared
-                    .allocations
-                    .lock()
-                    .unwrap_or_else(|p| p.into_inner())
-                    .insert(ptr, bytes);
+                self.allocations().insert(ptr, bytes);
                 Ok(DevicePtr(ptr))
             }
             Err(e) if e.is_out_of_memory() => Err(Error::OutOfMemory {
@@ -391,16 +417,38 @@ impl Backend for LibOffloadBackend {
         }
     }
 
+    /// Kept for reuse once the work queued so far has run (see `pool`), not given back at once.
     unsafe fn free(&self, ptr: DevicePtr) {
         // Not `live`: memory allocated before a release is still freed after it.
-        self.shared
-            .allocations
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .remove(&ptr.0);
-        // SAFETY: per the trait contract, `ptr` came from `alloc` and is no longer used.
-        if let Err(e) = unsafe { self.ol().mem_free(ptr.0 as *mut c_void) } {
-            tracing::warn!(device = %self.shared.name, "freeing device memory failed: {e}");
+        let Some(bytes) = self.allocations().get(&ptr.0).copied() else {
+            tracing::warn!(device = %self.shared.name, "freeing device memory this plugin did not allocate");
+            return;
+        };
+        // SAFETY: per the trait contract, nothing queued after this uses `ptr`; the queue is live.
+        match unsafe { self.shared.pool.keep(self.ol(), ptr.0, bytes, self.queue.0) } {
+            Ok(returned) => {
+                let mut allocations = self.allocations();
+                for (ptr, _) in returned {
+                    allocations.remove(&ptr);
+                }
+            }
+            Err(e) => {
+                tracing::debug!(device = %self.shared.name, "keeping freed memory failed ({e}): freeing it once the queue is done");
+                // SAFETY: the queue is live; once it is done, nothing uses `ptr`.
+                let freed = unsafe {
+                    self.ol()
+                        .sync_queue(self.queue.0)
+                        .and_then(|()| self.ol().mem_free(ptr.0 as *mut c_void))
+                };
+                match freed {
+                    Ok(()) => {
+                        self.allocations().remove(&ptr.0);
+                    }
+                    Err(e) => {
+                        tracing::warn!(device = %self.shared.name, "freeing device memory failed: {e}")
+                    }
+                }
+            }
         }
     }
 
@@ -565,6 +613,7 @@ impl Backend for LibOffloadBackend {
             // later launches are refused before they reach the program.
             unsafe { program.destroy(ol) };
         }
+        self.trim_pool();
         Ok(())
     }
 
@@ -630,7 +679,12 @@ impl Drop for LibOffloadBackend {
     fn drop(&mut self) {
         let mut queues = self.shared.queues.lock().unwrap_or_else(|p| p.into_inner());
         queues.retain(|q| q.0 != self.queue.0);
-        // SAFETY: this queue is not used after this; olDestroyQueue lets queued work finish.
+        // Its work done, the pool's blocks it used are free for any queue, and a later queue at
+        // the same address cannot be mistaken for it.
+        // SAFETY: the queue is live until destroyed below and not used after.
+        let _ = unsafe { self.shared.ol.sync_queue(self.queue.0) };
+        self.shared.pool.forget_queue(self.queue.0);
+        // SAFETY: this queue is not used after this.
         if let Err(e) = unsafe { self.shared.ol.destroy_queue(self.queue.0) } {
             tracing::debug!(device = %self.shared.name, "destroying a queue failed: {e}");
         }
@@ -640,6 +694,8 @@ impl Drop for LibOffloadBackend {
 impl Drop for Shared {
     fn drop(&mut self) {
         let ol = self.ol;
+        // SAFETY: the device is still open; its last queue is gone.
+        unsafe { self.pool.trim(ol) };
         for (_, program) in self
             .programs
             .get_mut()

@@ -5,7 +5,8 @@
 //! Layered as cudarc is: `sys` is the raw C interface and the library's symbol table (with the
 //! check of which API generation it speaks), `result` the checked calls (liboffload's error
 //! message in every error), `device` the plugin behind [`Backend`], with `program` (loaded images,
-//! panic records), `event` (queue events) and `params` (the packed parameter buffer).
+//! panic records), `event` (queue events), `params` (the packed parameter buffer) and `pool`
+//! (freed device memory, freed in queue order and kept for reuse).
 //!
 //! liboffload also lists a placeholder "Virtual Host Device" (its host platform), which serves
 //! only as the host side of copies: allocating on it or creating a queue on it crashes
@@ -14,6 +15,7 @@
 mod device;
 mod event;
 mod params;
+mod pool;
 mod program;
 mod result;
 pub mod sys;

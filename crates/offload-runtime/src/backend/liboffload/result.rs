@@ -226,6 +226,24 @@ impl Ol {
         check(unsafe { (self.0.sync_event)(event) })
     }
 
+    /// Whether the work before `event` has completed, without waiting.
+    ///
+    /// # Safety
+    /// `event` is live.
+    pub unsafe fn event_complete(self, event: sys::ol_event_handle_t) -> Result<bool, OlError> {
+        let mut complete = false;
+        // SAFETY: per the contract; the property is a bool.
+        check(unsafe {
+            (self.0.get_event_info)(
+                event,
+                sys::OL_EVENT_INFO_IS_COMPLETE,
+                size_of::<bool>(),
+                &mut complete as *mut bool as *mut c_void,
+            )
+        })?;
+        Ok(complete)
+    }
+
     /// # Safety
     /// `queue` and `event` are live, of the same device.
     pub unsafe fn wait_event(

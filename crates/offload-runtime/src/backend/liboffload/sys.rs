@@ -94,6 +94,10 @@ pub type ol_symbol_kind_t = u32;
 pub const OL_SYMBOL_KIND_KERNEL: ol_symbol_kind_t = 0;
 pub const OL_SYMBOL_KIND_GLOBAL_VARIABLE: ol_symbol_kind_t = 1;
 
+/// `ol_event_info_t`.
+pub type ol_event_info_t = u32;
+pub const OL_EVENT_INFO_IS_COMPLETE: ol_event_info_t = 1;
+
 /// `ol_symbol_info_t`.
 pub type ol_symbol_info_t = u32;
 pub const OL_SYMBOL_INFO_GLOBAL_VARIABLE_ADDRESS: ol_symbol_info_t = 1;
@@ -178,6 +182,12 @@ pub struct Api22 {
     ) -> ol_result_t,
     pub destroy_event: unsafe extern "C" fn(event: ol_event_handle_t) -> ol_result_t,
     pub sync_event: unsafe extern "C" fn(event: ol_event_handle_t) -> ol_result_t,
+    pub get_event_info: unsafe extern "C" fn(
+        event: ol_event_handle_t,
+        prop: ol_event_info_t,
+        size: usize,
+        value: *mut c_void,
+    ) -> ol_result_t,
     pub wait_events: unsafe extern "C" fn(
         queue: ol_queue_handle_t,
         events: *mut ol_event_handle_t,
@@ -370,6 +380,7 @@ fn resolve22(library: &libloading::Library) -> Result<Api22, &'static str> {
         create_event: resolve!("olCreateEvent"),
         destroy_event: resolve!("olDestroyEvent"),
         sync_event: resolve!("olSyncEvent"),
+        get_event_info: resolve!("olGetEventInfo"),
         wait_events: resolve!("olWaitEvents"),
         launch_host_function: resolve!("olLaunchHostFunction"),
         mem_alloc: resolve!("olMemAlloc"),
