@@ -16,17 +16,6 @@ pub struct DeviceImage {
     pub bytes: &'static [u8],
 }
 
-impl DeviceImage {
-    /// The bytes as a driver loads them: PTX is read as a NUL-terminated string.
-    pub fn loadable_bytes(&self) -> std::borrow::Cow<'static, [u8]> {
-        if self.format == ImageFormat::Ptx && self.bytes.last() != Some(&0) {
-            std::borrow::Cow::Owned([self.bytes, &[0]].concat())
-        } else {
-            std::borrow::Cow::Borrowed(self.bytes)
-        }
-    }
-}
-
 /// All device images of one crate's kernels, written by the device pass (`offload-build`).
 #[derive(Debug)]
 pub struct ImageSet {
@@ -41,25 +30,6 @@ impl ImageSet {
     /// Whether the device images hold `kernel`.
     pub fn has_kernel(&self, kernel: &str) -> bool {
         !self.images.is_empty() && self.kernels.contains(&kernel)
-    }
-
-    /// The best image for an NVIDIA GPU of compute capability `major.minor`: a cubin for exactly
-    /// that architecture, else the newest PTX the GPU can compile.
-    pub fn best_for_cuda(&self, major: u32, minor: u32) -> Option<&DeviceImage> {
-        let device_sm = major * 10 + minor;
-        let cubin = self
-            .images
-            .iter()
-            .find(|i| i.format == ImageFormat::Cubin && sm_number(i.target) == Some(device_sm));
-        cubin.or_else(|| {
-            self.images
-                .iter()
-                .filter(|i| i.format == ImageFormat::Ptx)
-                .filter_map(|i| Some((sm_number(i.target)?, i)))
-                .filter(|(sm, _)| *sm <= device_sm)
-                .max_by_key(|(sm, _)| *sm)
-                .map(|(_, i)| i)
-        })
     }
 }
 
@@ -77,48 +47,15 @@ pub(crate) fn sm_number(target: &str) -> Option<u32> {
 mod tests {
     use super::*;
 
-    static IMAGES: [DeviceImage; 3] = [
-        DeviceImage {
-            format: ImageFormat::Cubin,
-            target: "sm_90",
-            bytes: b"cubin90",
-        },
-        DeviceImage {
+    static SET: ImageSet = ImageSet {
+        images: &[DeviceImage {
             format: ImageFormat::Ptx,
             target: "sm_70",
             bytes: b"ptx70",
-        },
-        DeviceImage {
-            format: ImageFormat::Ptx,
-            target: "sm_90",
-            bytes: b"ptx90",
-        },
-    ];
-    static SET: ImageSet = ImageSet {
-        images: &IMAGES,
+        }],
         kernels: &["saxpy"],
         unavailable: None,
     };
-
-    #[test]
-    fn picks_exact_cubin_then_newest_compatible_ptx() {
-        assert_eq!(SET.best_for_cuda(9, 0).unwrap().bytes, b"cubin90");
-        assert_eq!(SET.best_for_cuda(10, 0).unwrap().bytes, b"ptx90");
-        assert_eq!(SET.best_for_cuda(8, 0).unwrap().bytes, b"ptx70");
-        assert!(SET.best_for_cuda(6, 1).is_none());
-    }
-
-    #[test]
-    fn ptx_loads_nul_terminated_once() {
-        assert_eq!(&*IMAGES[1].loadable_bytes(), b"ptx70\0");
-        assert_eq!(&*IMAGES[0].loadable_bytes(), b"cubin90");
-        let terminated = DeviceImage {
-            format: ImageFormat::Ptx,
-            target: "sm_90",
-            bytes: b"ptx\0",
-        };
-        assert_eq!(&*terminated.loadable_bytes(), b"ptx\0");
-    }
 
     #[test]
     fn knows_its_kernels() {

@@ -1,21 +1,19 @@
 //! The plugin glue: one liboffload GPU behind [`Backend`], each instance with a queue of its own.
 
 use super::event::OlEvent;
-use super::params;
 use super::pool::Pool;
-use super::program::{Program, Target};
+use super::program;
 use super::result::{Ol, OlError};
 use super::sys;
 use super::Handle;
-use crate::backend::{Backend, BackendKind, DevicePtr, MemoryInfo, Param, Platform, QueueEvent};
-use crate::kernel::Kernel;
-use crate::launch::{Limits, Shape};
+use crate::backend::{
+    Backend, BackendKind, Code, DevicePtr, EntryHandle, EntryLimits, ImageHandle, Limits,
+    MemoryInfo, PackedArgs, Platform, QueueEvent, Shape,
+};
 use crate::{Error, Result};
-use offload_kernel::panic_record::PanicRecord;
 use offload_kernel::Dim3;
-use std::collections::hash_map::{Entry, HashMap};
+use std::collections::HashMap;
 use std::ffi::c_void;
-use std::mem::size_of;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -42,10 +40,10 @@ struct Shared {
     allocations: Mutex<HashMap<u64, usize>>,
     /// Freed device memory kept for reuse (see `pool`).
     pool: Pool,
-    /// Loaded images, keyed by the address of the `ImageSet` they came from.
-    programs: Mutex<HashMap<usize, Program>>,
-    /// See [`Backend::launch_lock`]: one for all queues, as their programs share panic records.
-    launches: Mutex<()>,
+    /// Every image loaded, for `release` to unload.
+    programs: Mutex<Vec<Handle<sys::ol_program_impl_t>>>,
+    /// Kernel entries found, by symbol: their names, for launch errors.
+    entries: Mutex<HashMap<u64, &'static str>>,
     released: AtomicBool,
     /// Every live queue of the device, for `release` to drain.
     queues: Mutex<Vec<Handle<sys::ol_queue_impl_t>>>,
@@ -134,8 +132,8 @@ impl LibOffloadBackend {
                 total_memory,
                 allocations: Mutex::new(HashMap::new()),
                 pool: Pool::default(),
-                programs: Mutex::new(HashMap::new()),
-                launches: Mutex::new(()),
+                programs: Mutex::new(Vec::new()),
+                entries: Mutex::new(HashMap::new()),
                 released: AtomicBool::new(false),
                 queues: Mutex::new(vec![Handle(queue)]),
             }),
@@ -190,63 +188,33 @@ impl LibOffloadBackend {
         }
     }
 
-    fn programs(&self) -> MutexGuard<'_, HashMap<usize, Program>> {
-        self.shared
-            .programs
+    /// What a refused launch means: a block the kernel cannot run with, too much shared memory,
+    /// else liboffload's message. liboffload 22 reports neither a kernel's register count nor its
+    /// static shared memory, so these are found by the driver refusing the launch.
+    fn launch_error(&self, entry: EntryHandle, shape: Shape, error: OlError) -> Error {
+        let kernel = self
+            .shared
+            .entries
             .lock()
             .unwrap_or_else(|p| p.into_inner())
-    }
-
-    /// The kernel's symbol, loading its crate's image on first use.
-    fn kernel_symbol(&self, kernel: &Kernel) -> Result<sys::ol_symbol_handle_t> {
-        let no_image = |reason: String| Error::NoImage {
-            kernel: kernel.name,
-            device: self.shared.name.clone(),
-            reason,
-        };
-        let mut programs = self.programs();
-        let program = match programs.entry(kernel.images as *const _ as usize) {
-            Entry::Occupied(loaded) => loaded.into_mut(),
-            Entry::Vacant(slot) => {
-                let target = Target {
-                    ol: self.ol(),
-                    device: self.device(),
-                    host: self.host(),
-                    queue: self.queue.0,
-                    platform: self.shared.platform,
-                };
-                // SAFETY: the target's handles are live: the device is open and not released.
-                slot.insert(unsafe { Program::load(&target, kernel.images) }.map_err(no_image)?)
-            }
-        };
-        // SAFETY: the program stays loaded until release, which holds the launch lock.
-        unsafe { program.kernel(self.ol(), kernel.name) }.map_err(|e| {
-            no_image(format!(
-                "the image has no entry point `{}`: liboffload: {e}",
-                kernel.name
-            ))
-        })
-    }
-
-    /// What a refused launch means: a block the kernel cannot run with, too much shared memory,
-    /// else liboffload's message.
-    fn launch_error(
-        &self,
-        kernel: &Kernel,
-        symbol: sys::ol_symbol_handle_t,
-        shape: Shape,
-        error: OlError,
-    ) -> Error {
-        let invalid = |reason: String| Error::InvalidLaunch {
-            kernel: kernel.name,
-            device: self.shared.name.clone(),
-            reason,
+            .get(&entry.0)
+            .copied();
+        let invalid = |reason: String| match kernel {
+            Some(kernel) => Error::InvalidLaunch {
+                kernel,
+                device: self.shared.name.clone(),
+                reason,
+            },
+            None => self.failed("launching a kernel")(error.clone()),
         };
         if error.message.contains("too many resources") {
-            // SAFETY: the device and the kernel's program are live.
+            // SAFETY: the device and the entry's program are live.
             let picked = unsafe {
-                self.ol()
-                    .optimal_group_size(self.device(), symbol, shape.dynamic_shared as usize)
+                self.ol().optimal_group_size(
+                    self.device(),
+                    entry.0 as sys::ol_symbol_handle_t,
+                    shape.dynamic_shared as usize,
+                )
             };
             let picked = picked
                 .map(|n| format!("; its occupancy calculation picks blocks of {n}"))
@@ -264,35 +232,10 @@ impl LibOffloadBackend {
                 shape.dynamic_shared, error.message
             ));
         }
-        Error::KernelFailed {
-            kernel: kernel.name,
+        Error::Driver {
             device: self.shared.name.clone(),
+            operation: "launching a kernel",
             message: format!("launch refused: {error}"),
-        }
-    }
-
-    /// Copies `bytes` bytes from the device to host memory now, on this queue.
-    ///
-    /// # Safety
-    /// `dst` holds `bytes` writable bytes and `src` that many device bytes.
-    unsafe fn read_now(
-        &self,
-        dst: *mut u8,
-        src: u64,
-        bytes: usize,
-    ) -> std::result::Result<(), OlError> {
-        let ol = self.ol();
-        // SAFETY: per this function's contract; synchronized before returning.
-        unsafe {
-            ol.memcpy(
-                self.queue.0,
-                dst as *mut c_void,
-                self.host(),
-                src as *const c_void,
-                self.device(),
-                bytes,
-            )?;
-            ol.sync_queue(self.queue.0)
         }
     }
 }
@@ -369,6 +312,10 @@ impl Backend for LibOffloadBackend {
 
     fn limits(&self) -> Limits {
         self.shared.limits
+    }
+
+    fn memory_is_host(&self) -> bool {
+        false
     }
 
     /// Free memory is the device's memory less what this process allocated through liboffload
@@ -496,10 +443,108 @@ impl Backend for LibOffloadBackend {
         .map_err(self.failed("zeroing device memory"))
     }
 
-    fn launch(&self, kernel: &Kernel, shape: Shape, params: &[Param]) -> Result<()> {
+    fn code_rank(&self, code: &Code<'_>) -> Option<u32> {
+        match code {
+            // SAFETY: the device is open.
+            Code::Image(image) => unsafe {
+                program::rank(self.ol(), self.device(), self.shared.platform, image)
+            },
+            Code::Host { .. } => None,
+        }
+    }
+
+    fn target(&self) -> String {
+        match self.shared.platform {
+            Platform::Cuda => "an NVIDIA GPU through liboffload".to_string(),
+            Platform::Amdgpu => "an AMD GPU through liboffload".to_string(),
+            Platform::Host => "the host".to_string(),
+        }
+    }
+
+    fn load_image(&self, code: &Code<'static>) -> Result<ImageHandle> {
         self.live()?;
-        let symbol = self.kernel_symbol(kernel)?;
-        let arguments = params::pack(params);
+        let rejected = |message: String| Error::Driver {
+            device: self.shared.name.clone(),
+            operation: "loading an image",
+            message,
+        };
+        let Code::Image(image) = code else {
+            return Err(rejected("liboffload runs device images only".to_string()));
+        };
+        // SAFETY: a GPU device handle, never the host placeholder.
+        let handle = unsafe { program::load(self.ol(), self.device(), image) }.map_err(|e| {
+            rejected(format!(
+                "the driver rejected the {:?} image for {}: liboffload: {e}",
+                image.format, image.target
+            ))
+        })?;
+        tracing::debug!(device = %self.shared.name, format = ?image.format, target = image.target, "liboffload loaded a device image");
+        self.shared
+            .programs
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(Handle(handle));
+        Ok(ImageHandle(handle as u64))
+    }
+
+    fn find_entry(&self, image: ImageHandle, name: &str) -> Result<EntryHandle> {
+        self.live()?;
+        // SAFETY: the program stays loaded until the device is released.
+        let symbol = unsafe {
+            self.ol().get_symbol(
+                image.0 as sys::ol_program_handle_t,
+                name,
+                sys::OL_SYMBOL_KIND_KERNEL,
+            )
+        }
+        .map_err(|e| Error::Driver {
+            device: self.shared.name.clone(),
+            operation: "finding a kernel entry",
+            message: format!("the image has no entry point `{name}`: liboffload: {e}"),
+        })?;
+        self.shared
+            .entries
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .entry(symbol as u64)
+            .or_insert_with(|| interned(name));
+        Ok(EntryHandle(symbol as u64))
+    }
+
+    /// liboffload 22 reports neither registers nor static shared memory: the device's limits,
+    /// and a launch beyond the kernel's own is refused by the driver (see `launch`).
+    fn entry_limits(&self, _entry: EntryHandle) -> Result<EntryLimits> {
+        Ok(EntryLimits {
+            max_threads_per_block: self.shared.limits.max_threads_per_block,
+            registers: 0,
+            static_shared: 0,
+        })
+    }
+
+    fn find_global(&self, image: ImageHandle, name: &str) -> Result<Option<(DevicePtr, usize)>> {
+        self.live()?;
+        // SAFETY: the program stays loaded until the device is released; a global symbol's
+        // info is its address and size.
+        let found = unsafe {
+            self.ol()
+                .get_symbol(
+                    image.0 as sys::ol_program_handle_t,
+                    name,
+                    sys::OL_SYMBOL_KIND_GLOBAL_VARIABLE,
+                )
+                .and_then(|symbol| self.ol().global_address_and_size(symbol))
+        };
+        match found {
+            Ok((address, bytes)) => Ok(Some((DevicePtr(address as u64), bytes))),
+            Err(e) => {
+                tracing::debug!(device = %self.shared.name, "no global `{name}`: {e}");
+                Ok(None)
+            }
+        }
+    }
+
+    unsafe fn launch(&self, entry: EntryHandle, shape: Shape, args: &PackedArgs) -> Result<()> {
+        self.live()?;
         let Shape {
             grid,
             block,
@@ -525,14 +570,21 @@ impl Backend for LibOffloadBackend {
             },
             dyn_shared_memory: dynamic_shared as usize,
         };
-        // SAFETY: queue, device and kernel belong together and are live; `arguments` is laid
-        // out as the entry's parameters as the kernel attribute generates them, with device
-        // addresses this launch's caller placed.
+        // SAFETY: queue, device and entry belong together and are live; `args` is the packed
+        // buffer of the entry's parameters, whose addresses hold what the kernel reaches (the
+        // trait contract); liboffload copies it at launch.
+        let arguments = unsafe { std::slice::from_raw_parts(args.as_ptr(), args.size()) };
+        // SAFETY: as above.
         unsafe {
-            self.ol()
-                .launch_kernel(self.queue.0, self.device(), symbol, &arguments, &size)
+            self.ol().launch_kernel(
+                self.queue.0,
+                self.device(),
+                entry.0 as sys::ol_symbol_handle_t,
+                arguments,
+                &size,
+            )
         }
-        .map_err(|e| self.launch_error(kernel, symbol, shape, e))
+        .map_err(|e| self.launch_error(entry, shape, e))
     }
 
     fn synchronize(&self) -> Result<()> {
@@ -541,60 +593,7 @@ impl Backend for LibOffloadBackend {
         unsafe { self.ol().sync_queue(self.queue.0) }.map_err(self.failed("synchronizing"))
     }
 
-    fn take_panic(&self, kernel: &Kernel) -> Result<Option<String>> {
-        let programs = self.programs();
-        let Some(slot) = programs
-            .get(&(kernel.images as *const _ as usize))
-            .and_then(|p| p.panics.as_ref())
-        else {
-            return Ok(None);
-        };
-        let failed = self.failed("reading the kernel's panic record");
-        if slot.host_flag.is_null() {
-            self.live()?;
-            let mut flag = 0u32;
-            // SAFETY: the record's first word; the launch completed (the caller synchronized).
-            unsafe {
-                self.read_now(
-                    &mut flag as *mut u32 as *mut u8,
-                    slot.record,
-                    size_of::<u32>(),
-                )
-            }
-            .map_err(&failed)?;
-            if flag == 0 {
-                return Ok(None);
-            }
-        } else {
-            // The no-panic path: one read of page-locked host memory, which the completed
-            // launch's stores reached.
-            // SAFETY: the flag lives until the program is destroyed; the lock is held.
-            if unsafe { slot.host_flag.read_volatile() } == 0 {
-                return Ok(None);
-            }
-        }
-        self.live()?;
-        let mut record = PanicRecord::ZERO;
-        let bytes = size_of::<PanicRecord>();
-        let ol = self.ol();
-        // SAFETY: `record` holds `bytes` bytes and any bytes are a valid PanicRecord; the device
-        // record holds `bytes` (checked at load). Zeroing it and the flag, ordered before any
-        // later launch, arms the record for the next launch.
-        unsafe {
-            self.read_now(record.as_bytes_mut().as_mut_ptr(), slot.record, bytes)
-                .and_then(|()| ol.mem_zero(self.queue.0, slot.record as *mut c_void, bytes))
-                .and_then(|()| ol.sync_queue(self.queue.0))
-                .map_err(&failed)?;
-            if !slot.host_flag.is_null() {
-                slot.host_flag.write_volatile(0);
-            }
-        }
-        Ok(Some(record.to_string()))
-    }
-
     fn release(&self) -> Result<()> {
-        // No launch is between its start and its panic check while this is held.
-        let _launches = self.launch_lock();
         self.live()?;
         self.shared.released.store(true, Ordering::Release);
         let ol = self.ol();
@@ -608,20 +607,21 @@ impl Backend for LibOffloadBackend {
             // SAFETY: queues are live while registered.
             unsafe { ol.sync_queue(queue.0) }.map_err(self.failed("synchronizing"))?;
         }
-        for (_, program) in self.programs().drain() {
-            // SAFETY: every queue is drained and no launch is in flight (the lock is held);
-            // later launches are refused before they reach the program.
-            unsafe { program.destroy(ol) };
+        for program in self
+            .shared
+            .programs
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .drain(..)
+        {
+            // SAFETY: every queue is drained, and later launches are refused before they reach
+            // the program.
+            if let Err(e) = unsafe { ol.destroy_program(program.0) } {
+                tracing::warn!(device = %self.shared.name, "unloading an image failed: {e}");
+            }
         }
         self.trim_pool();
         Ok(())
-    }
-
-    fn launch_lock(&self) -> MutexGuard<'_, ()> {
-        self.shared
-            .launches
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
     }
 
     fn new_queue(&self) -> Result<Arc<dyn Backend>> {
@@ -673,6 +673,12 @@ impl Backend for LibOffloadBackend {
             tracing::warn!(device = %self.shared.name, "freeing pinned host memory failed: {e}");
         }
     }
+
+    /// The same address: liboffload's host memory is mapped into the GPU's address space (CUDA's
+    /// unified addressing; AMD GPUs are granted access to it).
+    fn pinned_device_address(&self, ptr: *mut u8) -> Option<DevicePtr> {
+        Some(DevicePtr(ptr as u64))
+    }
 }
 
 impl Drop for LibOffloadBackend {
@@ -694,18 +700,33 @@ impl Drop for LibOffloadBackend {
 impl Drop for Shared {
     fn drop(&mut self) {
         let ol = self.ol;
-        // SAFETY: the device is still open; its last queue is gone.
-        unsafe { self.pool.trim(ol) };
-        for (_, program) in self
-            .programs
-            .get_mut()
-            .unwrap_or_else(|p| p.into_inner())
-            .drain()
-        {
-            // SAFETY: the last queue of the device is gone, so nothing uses the program.
-            unsafe { program.destroy(ol) };
+        // SAFETY: the device is still open; its last queue is gone, so nothing uses the kept
+        // memory or the programs.
+        unsafe {
+            self.pool.trim(ol);
+            for program in self
+                .programs
+                .get_mut()
+                .unwrap_or_else(|p| p.into_inner())
+                .drain(..)
+            {
+                let _ = ol.destroy_program(program.0);
+            }
         }
     }
+}
+
+/// A kernel name that lives for the process, each distinct name stored once (the errors of
+/// launches name their kernel by `&'static str`).
+fn interned(name: &str) -> &'static str {
+    static NAMES: Mutex<Vec<&'static str>> = Mutex::new(Vec::new());
+    let mut names = NAMES.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some(&known) = names.iter().find(|&&n| n == name) {
+        return known;
+    }
+    let leaked: &'static str = Box::leak(name.to_string().into_boxed_str());
+    names.push(leaked);
+    leaked
 }
 
 #[cfg(test)]

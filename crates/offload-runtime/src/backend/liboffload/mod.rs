@@ -4,9 +4,10 @@
 //!
 //! Layered as cudarc is: `sys` is the raw C interface and the library's symbol table (with the
 //! check of which API generation it speaks), `result` the checked calls (liboffload's error
-//! message in every error), `device` the plugin behind [`Backend`], with `program` (loaded images,
-//! panic records), `event` (queue events), `params` (the packed parameter buffer) and `pool`
-//! (freed device memory, freed in queue order and kept for reuse).
+//! message in every error), `device` the plugin behind [`Backend`], with `program` (which images
+//! a device runs, loading one), `event` (queue events) and `pool` (freed device memory, freed in
+//! queue order and kept for reuse). Above the plugin layer, the runtime finds and reads panic
+//! records through the plugin (`olGetSymbol` for the device global).
 //!
 //! liboffload also lists a placeholder "Virtual Host Device" (its host platform), which serves
 //! only as the host side of copies: allocating on it or creating a queue on it crashes
@@ -14,7 +15,6 @@
 
 mod device;
 mod event;
-mod params;
 mod pool;
 mod program;
 mod result;
