@@ -688,8 +688,10 @@ impl Drop for LibOffloadBackend {
         // Its work done, the pool's blocks it used are free for any queue, and a later queue at
         // the same address cannot be mistaken for it.
         // SAFETY: the queue is live until destroyed below and not used after.
-        let _ = unsafe { self.shared.ol.sync_queue(self.queue.0) };
-        self.shared.pool.forget_queue(self.queue.0);
+        unsafe {
+            let _ = self.shared.ol.sync_queue(self.queue.0);
+            self.shared.pool.forget_queue(self.shared.ol, self.queue.0);
+        }
         // SAFETY: this queue is not used after this.
         if let Err(e) = unsafe { self.shared.ol.destroy_queue(self.queue.0) } {
             tracing::debug!(device = %self.shared.name, "destroying a queue failed: {e}");

@@ -27,8 +27,10 @@ struct Block {
     bytes: usize,
     /// The queue whose work used it last; null once that queue is gone (its work done).
     queue: Handle<sys::ol_queue_impl_t>,
-    /// After that work.
-    freed_after: Handle<sys::ol_event_impl_t>,
+    /// After that work; `None` once it is known to have run. Destroyed before its queue is:
+    /// liboffload 22 asks an event's queue whether the event completed, so asking after the
+    /// queue is gone reads freed memory (it crashed under compute-sanitizer on the H200).
+    freed_after: Option<Handle<sys::ol_event_impl_t>>,
 }
 
 impl Pool {
@@ -44,13 +46,19 @@ impl Pool {
         let mut blocks = self.blocks();
         let usable = |b: &Block| {
             b.bytes == bytes
-                // SAFETY: kept events are live until their block leaves the pool.
-                && (b.queue.0 == queue || unsafe { ol.event_complete(b.freed_after.0) } == Ok(true))
+                && (b.queue.0 == queue
+                    || b.freed_after.is_none_or(|event| {
+                        // SAFETY: kept events are live, and their queues too (see `forget_queue`).
+                        let complete = unsafe { ol.event_complete(event.0) };
+                        complete == Ok(true)
+                    }))
         };
         let index = blocks.iter().position(usable)?;
         let block = blocks.remove(index).expect("found above");
-        // SAFETY: the event leaves the pool with its block and is not used again.
-        let _ = unsafe { ol.destroy_event(block.freed_after.0) };
+        if let Some(event) = block.freed_after {
+            // SAFETY: the event leaves the pool with its block and is not used again.
+            let _ = unsafe { ol.destroy_event(event.0) };
+        }
         Some(block.ptr)
     }
 
@@ -75,7 +83,7 @@ impl Pool {
             ptr,
             bytes,
             queue: Handle(queue),
-            freed_after: Handle(event),
+            freed_after: Some(Handle(event)),
         });
         let mut returned = Vec::new();
         while blocks.len() > KEPT_BLOCKS {
@@ -104,10 +112,18 @@ impl Pool {
         returned
     }
 
-    /// `queue` is going away with its work done: its blocks are free for any queue.
-    pub fn forget_queue(&self, queue: sys::ol_queue_handle_t) {
+    /// `queue` is going away with its work done: its blocks are free for any queue, and their
+    /// events, which liboffload ties to the queue, go first.
+    ///
+    /// # Safety
+    /// `queue` is live and synchronized.
+    pub unsafe fn forget_queue(&self, ol: Ol, queue: sys::ol_queue_handle_t) {
         for block in self.blocks().iter_mut().filter(|b| b.queue.0 == queue) {
             block.queue = Handle(std::ptr::null_mut());
+            if let Some(event) = block.freed_after.take() {
+                // SAFETY: the event is live and, its queue done, no longer needed.
+                let _ = unsafe { ol.destroy_event(event.0) };
+            }
         }
     }
 }
@@ -116,12 +132,14 @@ impl Block {
     /// Waits for the work that used the block, then frees it.
     ///
     /// # Safety
-    /// The block's event is live, and neither it nor the block is used afterwards.
+    /// The block's event (if any) is live, and neither it nor the block is used afterwards.
     unsafe fn give_back(&self, ol: Ol) -> Result<(), OlError> {
         // SAFETY: per this function's contract.
         unsafe {
-            ol.sync_event(self.freed_after.0)?;
-            let _ = ol.destroy_event(self.freed_after.0);
+            if let Some(event) = self.freed_after {
+                ol.sync_event(event.0)?;
+                let _ = ol.destroy_event(event.0);
+            }
             ol.mem_free(self.ptr as *mut c_void)
         }
     }
