@@ -9,7 +9,7 @@ pub mod scheduler;
 
 use super::{
     Backend, BackendKind, Code, DevicePtr, EntryHandle, EntryLimits, ImageHandle, Limits,
-    MemoryInfo, PackedArgs, QueueEvent, Shape,
+    MemoryInfo, PackedArgs, Platform, QueueEvent, Shape,
 };
 use crate::{Error, Result};
 use offload_kernel::Dim3;
@@ -140,6 +140,14 @@ impl HostBackend {
 impl Backend for HostBackend {
     fn kind(&self) -> BackendKind {
         BackendKind::Host
+    }
+
+    fn platform(&self) -> Platform {
+        Platform::Host
+    }
+
+    fn uuid(&self) -> Option<[u8; 16]> {
+        None
     }
 
     fn name(&self) -> &str {

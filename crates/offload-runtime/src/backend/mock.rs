@@ -8,7 +8,7 @@
 
 use super::{
     Backend, BackendKind, Code, DevicePtr, EntryHandle, EntryLimits, ImageHandle, Limits,
-    MemoryInfo, PackedArgs, QueueEvent, Shape,
+    MemoryInfo, PackedArgs, Platform, QueueEvent, Shape,
 };
 use crate::{Error, Result};
 use offload_kernel::panic_record::PanicRecord;
@@ -40,6 +40,9 @@ pub(crate) struct MockGpu {
     /// panic record after every launch.
     pub maps_pinned: AtomicBool,
     released: AtomicBool,
+    /// Which plugin it poses as, for which GPU, at which ordinal, with which UUID (discovery
+    /// tests).
+    pub identity: (BackendKind, Platform, usize, Option<[u8; 16]>),
 }
 
 impl MockGpu {
@@ -54,6 +57,7 @@ impl MockGpu {
             panic_next: Mutex::new(None),
             maps_pinned: AtomicBool::new(true),
             released: AtomicBool::new(false),
+            identity: (BackendKind::Cuda, Platform::Cuda, 0, None),
         }
     }
 
@@ -132,13 +136,19 @@ fn pinned_layout(bytes: usize) -> Layout {
 
 impl Backend for MockGpu {
     fn kind(&self) -> BackendKind {
-        BackendKind::Cuda
+        self.identity.0
+    }
+    fn platform(&self) -> Platform {
+        self.identity.1
+    }
+    fn uuid(&self) -> Option<[u8; 16]> {
+        self.identity.3
     }
     fn name(&self) -> &str {
         "mock GPU"
     }
     fn ordinal(&self) -> usize {
-        0
+        self.identity.2
     }
     fn limits(&self) -> Limits {
         Limits {

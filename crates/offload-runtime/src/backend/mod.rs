@@ -7,14 +7,19 @@
 //! present table, transfers, image caching, panic records) lives once above them.
 //!
 //! The plugins, each registered once in [`PLUGINS`]: `cuda` (the driver API, loaded at run time;
-//! pageable copies staged through `cuda_staging`'s pinned buffers) and `host` (the host CPU: its
-//! memory is host memory, and it runs each kernel's host build, blocks on rayon, a block's threads
-//! as coroutines). `mock` is an in-memory GPU for the runtime's own tests.
+//! pageable copies staged through `cuda_staging`'s pinned buffers), `liboffload` (LLVM's offload
+//! runtime, loaded at run time: NVIDIA and AMD GPUs) and `host` (the host CPU: its memory is host
+//! memory, and it runs each kernel's host build, blocks on rayon, a block's threads as
+//! coroutines). `mock` is an in-memory GPU for the runtime's own tests.
+//!
+//! One GPU may be reachable through two plugins (an NVIDIA GPU through `cuda` and `liboffload`):
+//! [`discover_all`] lists it once, through the preferred plugin, and keeps the other handle apart.
 
 mod code;
 pub mod cuda;
 mod cuda_staging;
 pub mod host;
+pub mod liboffload;
 mod limits;
 #[cfg(test)]
 pub(crate) mod mock;
@@ -42,11 +47,17 @@ pub struct Plugin {
 }
 
 /// Every plugin, in the order their devices are listed: GPUs first, the host CPU last. A new
-/// plugin is one more entry.
+/// plugin is one more entry. CUDA comes before liboffload: its driver context is then set up
+/// before liboffload's CUDA plugin shares it.
 pub const PLUGINS: &[Plugin] = &[
     Plugin {
         name: "CUDA",
         discover: cuda::discover,
+        gpu: true,
+    },
+    Plugin {
+        name: "liboffload",
+        discover: liboffload::discover,
         gpu: true,
     },
     Plugin {
@@ -56,26 +67,98 @@ pub const PLUGINS: &[Plugin] = &[
     },
 ];
 
-/// The devices of every plugin (GPU plugins only when `gpus`), and for each GPU plugin that found
-/// none, why.
-pub(crate) fn discover_all(gpus: bool) -> (Vec<Arc<dyn Backend>>, Vec<String>) {
-    let mut devices = Vec::new();
+/// Devices of plugins.
+type Handles = Vec<Arc<dyn Backend>>;
+
+/// What discovery found.
+pub(crate) struct Discovered {
+    /// Each device once, a GPU through its preferred plugin, in plugin order.
+    pub listed: Handles,
+    /// The other plugins' handles of listed GPUs.
+    pub alternates: Handles,
+    /// For each GPU plugin that found no device, why.
+    pub reasons: Vec<String>,
+}
+
+/// The devices of every plugin (GPU plugins only when `gpus`), each physical GPU listed once:
+/// through `prefer` where that plugin drives it, else NVIDIA GPUs through the CUDA plugin and
+/// the others through liboffload.
+pub(crate) fn discover_all(gpus: bool, prefer: Option<BackendKind>) -> Discovered {
+    let mut found = Vec::new();
     let mut reasons = Vec::new();
     for plugin in PLUGINS.iter().filter(|p| gpus || !p.gpu) {
         match (plugin.discover)() {
-            Ok(found) if !found.is_empty() => devices.extend(found),
+            Ok(devices) if !devices.is_empty() => found.extend(devices),
             Ok(_) => reasons.push(format!("{}: the driver reports no device", plugin.name)),
             Err(reason) => reasons.push(format!("{}: {reason}", plugin.name)),
         }
     }
-    (devices, reasons)
+    let (listed, alternates) = one_handle_per_gpu(found, prefer);
+    Discovered {
+        listed,
+        alternates,
+        reasons,
+    }
+}
+
+/// Splits the handles of every plugin into one per physical device (the preferred plugin's) and
+/// the rest. Two handles are one GPU when their UUIDs agree, or, where a plugin cannot tell its
+/// UUID, when both are NVIDIA GPUs of the same ordinal (liboffload numbers CUDA GPUs as the
+/// driver does).
+fn one_handle_per_gpu(found: Handles, prefer: Option<BackendKind>) -> (Handles, Handles) {
+    let preferred = |b: &Arc<dyn Backend>| match (prefer, b.platform()) {
+        (Some(kind), _) if kind == b.kind() => true,
+        (_, Platform::Cuda) => {
+            b.kind() == BackendKind::Cuda && prefer.is_none_or(|k| k == BackendKind::Cuda)
+        }
+        _ => b.kind() == BackendKind::LibOffload,
+    };
+    let same_gpu = |a: &Arc<dyn Backend>, b: &Arc<dyn Backend>| {
+        a.platform() != Platform::Host
+            && match (a.uuid(), b.uuid()) {
+                (Some(x), Some(y)) => x == y,
+                _ => {
+                    a.platform() == Platform::Cuda
+                        && b.platform() == Platform::Cuda
+                        && a.ordinal() == b.ordinal()
+                }
+            }
+    };
+    let mut listed: Handles = Vec::new();
+    let mut alternates = Vec::new();
+    for device in found {
+        match listed
+            .iter()
+            .position(|l| l.kind() != device.kind() && same_gpu(l, &device))
+        {
+            Some(i) if preferred(&device) && !preferred(&listed[i]) => {
+                alternates.push(std::mem::replace(&mut listed[i], device));
+            }
+            Some(_) => alternates.push(device),
+            None => listed.push(device),
+        }
+    }
+    (listed, alternates)
 }
 
 /// Which plugin runs a device.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum BackendKind {
     Host,
+    /// The CUDA driver, directly.
     Cuda,
+    /// LLVM's offload runtime.
+    LibOffload,
+}
+
+/// What kind of processor a device is, whichever plugin drives it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Platform {
+    Host,
+    /// An NVIDIA GPU.
+    Cuda,
+    /// An AMD GPU.
+    Amdgpu,
 }
 
 /// A device's memory, in bytes.
@@ -99,6 +182,9 @@ pub struct DevicePtr(pub u64);
 pub trait Backend: Send + Sync + 'static {
     // --- The device.
     fn kind(&self) -> BackendKind;
+    fn platform(&self) -> Platform;
+    /// The GPU's UUID, where the plugin can tell it: how one GPU seen by two plugins is found.
+    fn uuid(&self) -> Option<[u8; 16]>;
     /// The name users see, unique among the process's devices.
     fn name(&self) -> &str;
     /// Index among the devices of this plugin, in the vendor's numbering.
@@ -215,4 +301,67 @@ pub trait QueueEvent: Send + Sync {
     fn elapsed_since(&self, start: &dyn QueueEvent) -> Result<Duration>;
     /// For the plugin to find its own event type.
     fn as_any(&self) -> &dyn Any;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::mock::MockGpu;
+    use super::*;
+
+    fn gpu(
+        kind: BackendKind,
+        platform: Platform,
+        ordinal: usize,
+        uuid: Option<u8>,
+    ) -> Arc<dyn Backend> {
+        let mut mock = MockGpu::new(1 << 20);
+        mock.identity = (kind, platform, ordinal, uuid.map(|u| [u; 16]));
+        Arc::new(mock)
+    }
+
+    /// A handle's plugin and ordinal.
+    type Id = (BackendKind, usize);
+
+    fn split(found: Handles, prefer: Option<BackendKind>) -> (Vec<Id>, Vec<Id>) {
+        let ids = |h: Handles| h.iter().map(|b| (b.kind(), b.ordinal())).collect();
+        let (listed, alternates) = one_handle_per_gpu(found, prefer);
+        (ids(listed), ids(alternates))
+    }
+
+    /// Two NVIDIA GPUs seen by both plugins (one matched by UUID, one by ordinal where
+    /// liboffload could not tell the UUID) and an AMD GPU only liboffload drives.
+    fn machine() -> Handles {
+        use BackendKind::{Cuda, LibOffload};
+        vec![
+            gpu(Cuda, Platform::Cuda, 0, Some(1)),
+            gpu(Cuda, Platform::Cuda, 1, Some(2)),
+            gpu(LibOffload, Platform::Cuda, 0, Some(1)),
+            gpu(LibOffload, Platform::Cuda, 1, None),
+            gpu(LibOffload, Platform::Amdgpu, 0, Some(3)),
+        ]
+    }
+
+    #[test]
+    fn each_gpu_is_listed_once_through_its_preferred_plugin() {
+        use BackendKind::{Cuda, LibOffload};
+        let (listed, alternates) = split(machine(), None);
+        assert_eq!(listed, [(Cuda, 0), (Cuda, 1), (LibOffload, 0)]);
+        assert_eq!(alternates, [(LibOffload, 0), (LibOffload, 1)]);
+        let (listed, alternates) = split(machine(), Some(LibOffload));
+        assert_eq!(listed, [(LibOffload, 0), (LibOffload, 1), (LibOffload, 0)]);
+        assert_eq!(alternates, [(Cuda, 0), (Cuda, 1)]);
+        assert_eq!(split(machine(), Some(Cuda)), split(machine(), None));
+    }
+
+    #[test]
+    fn different_uuids_are_different_gpus_whatever_their_ordinals() {
+        use BackendKind::{Cuda, LibOffload};
+        let found = vec![
+            gpu(Cuda, Platform::Cuda, 0, Some(1)),
+            gpu(LibOffload, Platform::Cuda, 0, Some(2)),
+        ];
+        let (listed, alternates) = split(found, None);
+        assert_eq!(listed, [(Cuda, 0), (LibOffload, 0)]);
+        assert!(alternates.is_empty());
+    }
 }
