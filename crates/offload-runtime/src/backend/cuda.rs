@@ -2,11 +2,13 @@
 //! only `libcuda` is needed, and its absence just means no CUDA devices. Pageable host memory is
 //! copied through the pinned buffers of `cuda_staging`.
 
-use super::cuda_staging::{Staging, STAGE_FROM};
-use super::{
-    Backend, BackendKind, Code, DevicePtr, EntryHandle, EntryLimits, ImageHandle, Limits,
-    MemoryInfo, PackedArgs, Platform, QueueEvent, Shape,
+use crate::backend::code::{Code, EntryHandle, ImageHandle};
+use crate::backend::cuda_staging::{Staging, STAGE_FROM};
+use crate::backend::interface::{
+    Backend, BackendKind, DevicePtr, MemoryInfo, Platform, QueueEvent,
 };
+use crate::backend::limits::{EntryLimits, Limits, Shape};
+use crate::backend::packed::PackedArgs;
 use crate::image::{sm_number, DeviceImage, ImageFormat};
 use crate::{Error, Result};
 use cudarc::driver::sys::{self, CUdevice_attribute as Attr, CUfunction_attribute as FuncAttr};

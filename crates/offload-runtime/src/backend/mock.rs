@@ -6,10 +6,12 @@
 //! the layers above the plugins (present table, regions, transfers, image caching, panic
 //! reporting, trace counters) be tested on machines without a GPU.
 
-use super::{
-    Backend, BackendKind, Code, DevicePtr, EntryHandle, EntryLimits, ImageHandle, Limits,
-    MemoryInfo, PackedArgs, Platform, QueueEvent, Shape,
+use crate::backend::code::{Code, EntryHandle, ImageHandle};
+use crate::backend::interface::{
+    Backend, BackendKind, DevicePtr, MemoryInfo, Platform, QueueEvent,
 };
+use crate::backend::limits::{EntryLimits, Limits, Shape};
+use crate::backend::packed::PackedArgs;
 use crate::{Error, Result};
 use offload_kernel::panic_record::PanicRecord;
 use offload_kernel::Dim3;

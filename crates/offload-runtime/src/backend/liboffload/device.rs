@@ -1,15 +1,17 @@
 //! The plugin glue: one liboffload GPU behind [`Backend`], each instance with a queue of its own.
 
-use super::event::OlEvent;
-use super::pool::Pool;
-use super::program;
-use super::result::{Ol, OlError};
-use super::sys;
-use super::Handle;
-use crate::backend::{
-    Backend, BackendKind, Code, DevicePtr, EntryHandle, EntryLimits, ImageHandle, Limits,
-    MemoryInfo, PackedArgs, Platform, QueueEvent, Shape,
+use crate::backend::code::{Code, EntryHandle, ImageHandle};
+use crate::backend::interface::{
+    Backend, BackendKind, DevicePtr, MemoryInfo, Platform, QueueEvent,
 };
+use crate::backend::liboffload::event::OlEvent;
+use crate::backend::liboffload::handle::Handle;
+use crate::backend::liboffload::pool::Pool;
+use crate::backend::liboffload::program;
+use crate::backend::liboffload::result::{Ol, OlError};
+use crate::backend::liboffload::sys;
+use crate::backend::limits::{EntryLimits, Limits, Shape};
+use crate::backend::packed::PackedArgs;
 use crate::{Error, Result};
 use offload_kernel::Dim3;
 use std::collections::HashMap;

@@ -2,10 +2,10 @@
 //! event is preceded on its queue by a host function that notes the moment the queue reached it;
 //! the time between two events is the time between those moments.
 
-use super::result::Ol;
-use super::sys;
-use super::Handle;
-use crate::backend::QueueEvent;
+use crate::backend::interface::QueueEvent;
+use crate::backend::liboffload::handle::Handle;
+use crate::backend::liboffload::result::Ol;
+use crate::backend::liboffload::sys;
 use crate::{Error, Result};
 use std::any::Any;
 use std::ffi::c_void;

@@ -15,6 +15,7 @@
 
 mod device;
 mod event;
+mod handle;
 mod pool;
 mod program;
 mod result;
@@ -22,24 +23,8 @@ pub mod sys;
 
 pub use device::LibOffloadBackend;
 
-use super::Backend;
+use crate::backend::interface::Backend;
 use std::sync::{Arc, OnceLock};
-
-/// A liboffload handle. liboffload's entry points may be called from any thread, so handles may
-/// move between threads; what they point at is liboffload's.
-pub(crate) struct Handle<T>(pub *mut T);
-
-impl<T> Clone for Handle<T> {
-    fn clone(&self) -> Self {
-        *self
-    }
-}
-impl<T> Copy for Handle<T> {}
-
-// SAFETY: liboffload's API is thread-safe; a handle is an opaque token passed back to it.
-unsafe impl<T> Send for Handle<T> {}
-// SAFETY: as above; sharing a handle only passes the token to liboffload.
-unsafe impl<T> Sync for Handle<T> {}
 
 /// The library, opened and initialised once per process (it stays loaded until exit).
 fn library() -> Result<&'static sys::Library, String> {

@@ -7,9 +7,9 @@
 //! Kept blocks go back to the device at release, before an allocation is called out of memory,
 //! and the oldest when more than [`KEPT_BLOCKS`] are kept.
 
-use super::result::{Ol, OlError};
-use super::sys;
-use super::Handle;
+use crate::backend::liboffload::handle::Handle;
+use crate::backend::liboffload::result::{Ol, OlError};
+use crate::backend::liboffload::sys;
 use std::collections::VecDeque;
 use std::ffi::c_void;
 use std::sync::Mutex;

@@ -1,8 +1,8 @@
 //! Which device images a liboffload device runs, and loading one (`olCreateProgram`).
 
-use super::result::{Ol, OlError};
-use super::sys;
-use crate::backend::Platform;
+use crate::backend::interface::Platform;
+use crate::backend::liboffload::result::{Ol, OlError};
+use crate::backend::liboffload::sys;
 use crate::image::{sm_number, DeviceImage, ImageFormat};
 
 /// How well a liboffload device of `platform` runs `image`: a binary liboffload calls valid for

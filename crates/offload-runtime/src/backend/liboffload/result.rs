@@ -2,7 +2,7 @@
 //! `Result<_, OlError>` carrying liboffload's own message, and its out-parameters into return
 //! values. Handles stay raw here; [`super::device`] owns them.
 
-use super::sys::{self, Api22};
+use crate::backend::liboffload::sys::{self, Api22};
 use std::ffi::{c_void, CStr};
 use std::fmt;
 use std::mem::{size_of, MaybeUninit};
