@@ -42,7 +42,14 @@ pub(crate) struct SpirvBuild<'a> {
 pub(crate) fn build_image(b: &SpirvBuild<'_>, kernels: &[String]) -> Result<ImageFile, String> {
     let tools = pass_plugin::find_tools(&b.toolchain.opt)?;
     let plugin = pass_plugin::build(&tools, b.gen)?;
-    let linker = b.gen.join("offload-link-spirv");
+    // Named after the pass's cache key (its directory): cargo does not see a linker's contents,
+    // but a new linker path changes the flags, so a new pass relinks the image.
+    let key = plugin
+        .parent()
+        .and_then(|d| d.file_name())
+        .and_then(|n| n.to_str())
+        .unwrap_or("pass");
+    let linker = b.gen.join(format!("offload-link-spirv-{key}"));
     crate::write_if_changed(
         &linker,
         link_script::render(

@@ -447,11 +447,15 @@ private:
         Param->addAttrs(OldAttributes);
         VMap[&A] = Entry.CreateAddrSpaceCast(Param, PointerType::get(Ctx, Generic));
       } else if (T->isAggregateType()) {
+        // OpenCL passes structs by value; an array (Rust's ABI gives small structs as arrays of
+        // integers) goes as a struct holding it, the same bytes.
         Type *Aggregate = Types.remapType(T);
-        Align Alignment = Layout.getABITypeAlign(Aggregate);
-        Param->addAttr(Attribute::getWithByValType(Ctx, Aggregate));
+        Type *Passed = Aggregate->isStructTy() ? Aggregate : StructType::get(Ctx, ArrayRef<Type *>(Aggregate));
+        Align Alignment = Layout.getABITypeAlign(Passed);
+        Param->addAttr(Attribute::getWithByValType(Ctx, Passed));
         Param->addAttr(Attribute::getWithAlignment(Ctx, Alignment));
-        VMap[&A] = Entry.CreateAlignedLoad(Aggregate, Param, Alignment);
+        Value *Loaded = Entry.CreateAlignedLoad(Passed, Param, Alignment);
+        VMap[&A] = Passed == Aggregate ? Loaded : Entry.CreateExtractValue(Loaded, 0);
       } else {
         Param->addAttrs(OldAttributes);
         VMap[&A] = Param;
