@@ -4,5 +4,8 @@ pub mod jacobi;
 pub mod kernels;
 pub mod reference;
 pub mod reference_bandwidth;
+pub mod reference_gemm;
+pub mod reference_torch;
+pub mod tensor_launch;
 
 offload::embed_images!();

@@ -14,6 +14,7 @@
 extern crate std;
 
 mod arith;
+mod async_copy;
 mod atomic;
 mod device_copy;
 mod fence;
@@ -21,6 +22,7 @@ mod fence;
 pub mod host_block;
 mod index;
 pub mod math;
+pub mod mma;
 #[doc(hidden)]
 pub mod panic_record;
 mod shared;
@@ -29,6 +31,9 @@ mod thread_slice;
 mod warp;
 mod wide;
 
+pub use async_copy::{
+    commit_async_copies, copy_async_chunk, wait_async_copies, ASYNC_CHUNK_BYTES,
+};
 pub use atomic::Atomic;
 pub use device_copy::DeviceCopy;
 pub use fence::{fence_block, fence_device, fence_system};
