@@ -157,13 +157,16 @@ fn ldmatrix_matches_element_loads(device: &Device) {
 
 /// 3×TF32 against `f64` on shapes with tails, unaligned rows (`k` or `n` not a multiple of 4)
 /// and `k = 0`; the bound is far below one missing product. A one-block grid gives the same bits.
-fn sgemm_tf32x3_matches_f64(device: &Device) {
+fn sgemm_tf32x3_matches_f64<const BK: usize>(device: &Device)
+where
+    sgemm_tf32::sgemm_tf32x3::Instance<BK>: sgemm_tf32::sgemm_tf32x3::Declared,
+{
     for (m, n, k) in [(128, 128, 16), (257, 131, 67), (300, 260, 40), (33, 17, 5), (1, 1, 1), (20, 30, 0)] {
         let dims = MatDims { m: m as u32, n: n as u32, k: k as u32 };
         let a = uniform(m * k, 12);
         let b = uniform(k * n, 13);
         let mut c = vec![f32::NAN; m * n];
-        sgemm_tf32::sgemm_tf32x3::launch(tensor_launch::sgemm_tf32x3(device, dims, None), dims, &a, &b, &mut c).unwrap();
+        sgemm_tf32::sgemm_tf32x3::launch::<BK>(tensor_launch::sgemm_tf32x3::<BK>(device, dims, None), dims, &a, &b, &mut c).unwrap();
         for i in 0..m {
             for j in 0..n {
                 let (want, scale) = sgemm_entry(&a, &b, n, k, i, j);
@@ -177,23 +180,27 @@ fn sgemm_tf32x3_matches_f64(device: &Device) {
             }
         }
         let mut one_block = vec![f32::NAN; m * n];
-        sgemm_tf32::sgemm_tf32x3::launch(tensor_launch::sgemm_tf32x3(device, dims, Some(1)), dims, &a, &b, &mut one_block).unwrap();
+        sgemm_tf32::sgemm_tf32x3::launch::<BK>(tensor_launch::sgemm_tf32x3::<BK>(device, dims, Some(1)), dims, &a, &b, &mut one_block).unwrap();
         assert!(common::same_bits(&one_block, &c), "sgemm {m}x{n}x{k}: one block differs");
     }
 }
 
 /// `gemm_bf16` with `bf16` out (else `f32`), every element as `f64`.
 #[allow(clippy::too_many_arguments)]
-fn run_linear(device: &Device, launch: Launch<'_>, dims: MatDims, act: u32, a: &[bf16], w: &[bf16], bias: &[f32], bf16_out: bool) -> Vec<f64> {
+fn run_linear<const BK: usize>(device: &Device, launch: Launch<'_>, dims: MatDims, act: u32, a: &[bf16], w: &[bf16], bias: &[f32], bf16_out: bool) -> Vec<f64>
+where
+    gemm_bf16::gemm_bf16::Instance<bf16, BK>: gemm_bf16::gemm_bf16::Declared,
+    gemm_bf16::gemm_bf16::Instance<f32, BK>: gemm_bf16::gemm_bf16::Declared,
+{
     let len = (dims.m * dims.n) as usize;
     let _ = device;
     if bf16_out {
         let mut out = vec![bf16::NAN; len];
-        gemm_bf16::gemm_bf16::launch(launch, dims, act, a, w, bias, &mut out).unwrap();
+        gemm_bf16::gemm_bf16::launch::<bf16, BK>(launch, dims, act, a, w, bias, &mut out).unwrap();
         out.iter().map(|v| v.to_f64()).collect()
     } else {
         let mut out = vec![f32::NAN; len];
-        gemm_bf16::gemm_bf16::launch(launch, dims, act, a, w, bias, &mut out).unwrap();
+        gemm_bf16::gemm_bf16::launch::<f32, BK>(launch, dims, act, a, w, bias, &mut out).unwrap();
         out.iter().map(|&v| v as f64).collect()
     }
 }
@@ -201,7 +208,11 @@ fn run_linear(device: &Device, launch: Launch<'_>, dims: MatDims, act: u32, a: &
 /// The linear layer against `f64` on shapes with tails and unaligned rows (`k` not a multiple
 /// of 8) and `k = 0`, each activation, with and without bias, `f32` and `bf16` out: within the
 /// `f32` accumulation bound plus the output's rounding. A one-block grid gives the same bits.
-fn gemm_bf16_matches_f64(device: &Device) {
+fn gemm_bf16_matches_f64<const BK: usize>(device: &Device)
+where
+    gemm_bf16::gemm_bf16::Instance<bf16, BK>: gemm_bf16::gemm_bf16::Declared,
+    gemm_bf16::gemm_bf16::Instance<f32, BK>: gemm_bf16::gemm_bf16::Declared,
+{
     let shapes = [(128, 256, 32), (300, 260, 40), (77, 45, 19), (1, 1, 1), (20, 30, 0)];
     for (s, &(m, n, k)) in shapes.iter().enumerate() {
         let dims = MatDims { m: m as u32, n: n as u32, k: k as u32 };
@@ -210,7 +221,7 @@ fn gemm_bf16_matches_f64(device: &Device) {
         let bias = uniform(n, 40 + s as u64);
         for (act, with_bias, bf16_out) in [(ACT_NONE, false, false), (ACT_RELU, true, false), (ACT_GELU, true, false), (ACT_NONE, true, true), (ACT_GELU, false, true)] {
             let b: &[f32] = if with_bias { &bias } else { &[] };
-            let got = run_linear(device, tensor_launch::gemm_bf16(device, dims, None), dims, act, &a, &w, b, bf16_out);
+            let got = run_linear::<BK>(device, tensor_launch::gemm_bf16::<BK>(device, dims, None), dims, act, &a, &w, b, bf16_out);
             for i in 0..m {
                 for j in 0..n {
                     let (x, scale) = linear_entry(&a, &w, b, k, i, j);
@@ -233,7 +244,7 @@ fn gemm_bf16_matches_f64(device: &Device) {
                     );
                 }
             }
-            let one_block = run_linear(device, tensor_launch::gemm_bf16(device, dims, Some(1)), dims, act, &a, &w, b, bf16_out);
+            let one_block = run_linear::<BK>(device, tensor_launch::gemm_bf16::<BK>(device, dims, Some(1)), dims, act, &a, &w, b, bf16_out);
             assert!(
                 one_block.iter().zip(&got).all(|(x, y)| x.to_bits() == y.to_bits()),
                 "gemm_bf16 {m}x{n}x{k}: one block differs"
@@ -273,22 +284,26 @@ fn gpu_ldmatrix_matches_element_loads() {
 
 #[test]
 fn host_sgemm_tf32x3_matches_f64() {
-    sgemm_tf32x3_matches_f64(&Device::host());
+    sgemm_tf32x3_matches_f64::<16>(&Device::host());
+    sgemm_tf32x3_matches_f64::<32>(&Device::host());
 }
 
 #[test]
 fn gpu_sgemm_tf32x3_matches_f64() {
     let Some(gpu) = gpu("gpu_sgemm_tf32x3_matches_f64") else { return };
-    sgemm_tf32x3_matches_f64(&gpu);
+    sgemm_tf32x3_matches_f64::<16>(&gpu);
+    sgemm_tf32x3_matches_f64::<32>(&gpu);
 }
 
 #[test]
 fn host_gemm_bf16_matches_f64() {
-    gemm_bf16_matches_f64(&Device::host());
+    gemm_bf16_matches_f64::<32>(&Device::host());
+    gemm_bf16_matches_f64::<64>(&Device::host());
 }
 
 #[test]
 fn gpu_gemm_bf16_matches_f64() {
     let Some(gpu) = gpu("gpu_gemm_bf16_matches_f64") else { return };
-    gemm_bf16_matches_f64(&gpu);
+    gemm_bf16_matches_f64::<32>(&gpu);
+    gemm_bf16_matches_f64::<64>(&gpu);
 }

@@ -36,7 +36,6 @@ pub unsafe fn copy_async_chunk<T: Copy>(
     src_offset: usize,
     valid: usize,
 ) {
-    crate::mma::require_tensor_cores::<T>();
     let chunk = ASYNC_CHUNK_BYTES / size_of::<T>();
     let to = dst.as_ptr().wrapping_add(dst_offset);
     let from = src.as_ptr().wrapping_add(src_offset);
@@ -48,7 +47,34 @@ pub unsafe fn copy_async_chunk<T: Copy>(
         "copy_async_chunk: a chunk outside its slice, or not 16-byte aligned"
     );
     // SAFETY: both ends checked above; the caller keeps other threads off the destination.
-    unsafe { arch::copy(to as *mut u8, from as *const u8, valid * size_of::<T>()) }
+    unsafe { copy_async_chunk_unchecked(dst, dst_offset, from, valid) }
+}
+
+/// [`copy_async_chunk`] from a raw pointer, without its checks (for copy loops that check a
+/// whole tile once): the first `valid` elements at `src` go to element `dst_offset` of `dst`,
+/// zeros fill the rest of the 16 bytes.
+///
+/// # Safety
+/// As for [`copy_async_chunk`]; moreover the 16 destination bytes lie inside `dst`, `valid`
+/// elements at `src` are readable (device memory), `valid <= 16 / size_of::<T>()`, and `dst`'s
+/// chunk and `src` start at 16-byte boundaries.
+#[inline(always)]
+pub unsafe fn copy_async_chunk_unchecked<T: Copy>(
+    dst: SharedSlice<T>,
+    dst_offset: usize,
+    src: *const T,
+    valid: usize,
+) {
+    crate::mma::require_tensor_cores::<T>();
+    // SAFETY: the caller's contract.
+    unsafe {
+        arch::copy(
+            dst.as_ptr() as *const u8,
+            dst_offset * size_of::<T>(),
+            src as *const u8,
+            valid * size_of::<T>(),
+        )
+    }
 }
 
 /// Closes the copies this thread started since the last commit into one group.
@@ -67,18 +93,17 @@ pub fn wait_async_copies<const PENDING: u32>() {
 #[cfg(target_arch = "nvptx64")]
 mod arch {
     /// # Safety
-    /// `to` and `from` are 16-byte aligned shared and global addresses; `bytes <= 16` bytes at
-    /// `from` are readable.
+    /// `tile + offset` and `from` are 16-byte aligned shared and global addresses; `bytes <= 16`
+    /// bytes at `from` are readable.
     #[inline(always)]
-    pub(super) unsafe fn copy(to: *mut u8, from: *const u8, bytes: usize) {
+    pub(super) unsafe fn copy(tile: *const u8, offset: usize, from: *const u8, bytes: usize) {
+        let to = crate::shared_window::shared_address(tile).wrapping_add(offset as u32);
         // SAFETY: the caller's contract; the asm reads `bytes` at `from` and writes 16 at `to`.
         unsafe {
             core::arch::asm!(
-                "{{ .reg .u64 offload_d, offload_s; .reg .u32 offload_d32;",
-                "cvta.to.shared.u64 offload_d, {to}; cvt.u32.u64 offload_d32, offload_d;",
-                "cvta.to.global.u64 offload_s, {from};",
-                "cp.async.cg.shared.global [offload_d32], [offload_s], 16, {n}; }}",
-                to = in(reg64) to,
+                "{{ .reg .u64 offload_s; cvta.to.global.u64 offload_s, {from};",
+                "cp.async.cg.shared.global [{to}], [offload_s], 16, {n}; }}",
+                to = in(reg32) to,
                 from = in(reg64) from,
                 n = in(reg32) bytes as u32,
                 options(nostack),
@@ -108,7 +133,7 @@ mod arch {
 
 #[cfg(target_arch = "amdgpu")]
 mod arch {
-    pub(super) unsafe fn copy(_: *mut u8, _: *const u8, _: usize) {
+    pub(super) unsafe fn copy(_: *const u8, _: usize, _: *const u8, _: usize) {
         unreachable!("refused at compile time by require_tensor_cores")
     }
     pub(super) fn commit() {}
@@ -120,8 +145,9 @@ mod arch {
     use super::ASYNC_CHUNK_BYTES;
 
     /// # Safety
-    /// `to` holds 16 writable bytes, `from` `bytes <= 16` readable ones.
-    pub(super) unsafe fn copy(to: *mut u8, from: *const u8, bytes: usize) {
+    /// `tile + offset` holds 16 writable bytes, `from` `bytes <= 16` readable ones.
+    pub(super) unsafe fn copy(tile: *const u8, offset: usize, from: *const u8, bytes: usize) {
+        let to = tile.wrapping_add(offset) as *mut u8;
         // SAFETY: the caller's contract; the ranges are in different memories (shared, global).
         unsafe {
             core::ptr::copy_nonoverlapping(from, to, bytes);

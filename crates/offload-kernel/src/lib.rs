@@ -26,13 +26,16 @@ pub mod mma;
 #[doc(hidden)]
 pub mod panic_record;
 mod shared;
+#[cfg(target_arch = "nvptx64")]
+mod shared_window;
 mod sync;
 mod thread_slice;
 mod warp;
 mod wide;
 
 pub use async_copy::{
-    commit_async_copies, copy_async_chunk, wait_async_copies, ASYNC_CHUNK_BYTES,
+    commit_async_copies, copy_async_chunk, copy_async_chunk_unchecked, wait_async_copies,
+    ASYNC_CHUNK_BYTES,
 };
 pub use atomic::Atomic;
 pub use device_copy::DeviceCopy;

@@ -10,8 +10,8 @@
 //!
 //! Checked against a CPU forward pass on sampled rows; on a GPU, timed next to torch's forward
 //! pass of the same shapes (`F.linear`, `F.gelu(approximate='tanh')`, `F.linear`).
-//! Arguments: `mlp [TOKENS [D_MODEL [HIDDEN]]]` (default 4096 4096 16384; 64 256 1024 on the
-//! host backend).
+//! Arguments: `mlp [TOKENS [D_MODEL [HIDDEN [BK]]]]` (default 4096 4096 16384; 64 256 1024 on the
+//! host backend; `BK`, the depth of the slices `gemm_bf16` stages in shared memory: 32 or 64).
 
 use offload::half::bf16;
 use offload_examples::kernels::gemm_bf16::{gemm_bf16, ACT_GELU, ACT_NONE};
@@ -20,6 +20,7 @@ use offload_examples::reference_gemm::{gelu_f64, linear_entry, uniform, uniform_
 use offload_examples::reference_torch::{python, BEST_MS};
 use offload_examples::tensor_launch;
 use std::time::Duration;
+
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let device = offload::default_device()?;
@@ -41,28 +42,18 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut h = vec![bf16::ZERO; tokens * hidden];
     let mut y = vec![bf16::NAN; tokens * d_model];
 
+    let bk = arg(4, 32, 32);
     let up = MatDims { m: tokens as u32, n: hidden as u32, k: d_model as u32 };
     let down = MatDims { m: tokens as u32, n: d_model as u32, k: hidden as u32 };
-    let (up_launch, down_launch) = (
-        tensor_launch::gemm_bf16(&device, up, None),
-        tensor_launch::gemm_bf16(&device, down, None),
-    );
-    let mut best = Duration::MAX;
-    offload::region_on(&device, |r| {
-        let (x, w1, b1, w2, b2) = (r.to(&x)?, r.to(&w1)?, r.to(&b1)?, r.to(&w2)?, r.to(&b2)?);
-        let mut h = r.alloc(&mut h)?;
-        let mut y = r.from(&mut y)?;
-        for _ in 0..5 {
-            gemm_bf16::launch(up_launch, up, ACT_GELU, &x, &w1, &b1, &mut h)?;
-            let first = offload::last_launch().expect("a launch").kernel_time;
-            gemm_bf16::launch(down_launch, down, ACT_NONE, &h, &w2, &b2, &mut y)?;
-            best = best.min(first + offload::last_launch().expect("a launch").kernel_time);
-        }
-        Ok(())
-    })?;
+    let weights = (&x[..], &w1[..], &b1[..], &w2[..], &b2[..]);
+    let best = if bk == 64 {
+        forward_passes::<64>(&device, (up, down), weights, &mut h, &mut y)?
+    } else {
+        forward_passes::<32>(&device, (up, down), weights, &mut h, &mut y)?
+    };
     let flop = 2.0 * tokens as f64 * d_model as f64 * hidden as f64 * 2.0;
     println!(
-        "forward pass (two launches, kernel time, best of 5): {:.3} ms, {:.1} TFLOP/s",
+        "forward pass (two launches of gemm_bf16::<{bk}>, kernel time, best of 5): {:.3} ms, {:.1} TFLOP/s",
         best.as_secs_f64() * 1e3,
         flop / best.as_secs_f64() / 1e12
     );
@@ -87,6 +78,38 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         return Err("the MLP does not match the CPU".into());
     }
     Ok(())
+}
+
+/// Five forward passes in one data region (`x` and the weights copied in once, the hidden layer
+/// `h` only on the device, `y` copied back once): the best kernel time of the two launches.
+#[allow(clippy::type_complexity)]
+fn forward_passes<const BK: usize>(
+    device: &offload::Device,
+    (up, down): (MatDims, MatDims),
+    (x, w1, b1, w2, b2): (&[bf16], &[bf16], &[f32], &[bf16], &[f32]),
+    h: &mut [bf16],
+    y: &mut [bf16],
+) -> offload::Result<Duration>
+where
+    gemm_bf16::Instance<bf16, BK>: gemm_bf16::Declared,
+{
+    let (up_launch, down_launch) = (
+        tensor_launch::gemm_bf16::<BK>(device, up, None),
+        tensor_launch::gemm_bf16::<BK>(device, down, None),
+    );
+    offload::region_on(device, |r| {
+        let (x, w1, b1, w2, b2) = (r.to(x)?, r.to(w1)?, r.to(b1)?, r.to(w2)?, r.to(b2)?);
+        let mut h = r.alloc(h)?;
+        let mut y = r.from(y)?;
+        let mut best = Duration::MAX;
+        for _ in 0..5 {
+            gemm_bf16::launch::<bf16, BK>(up_launch, up, ACT_GELU, &x, &w1, &b1, &mut h)?;
+            let first = offload::last_launch().expect("a launch").kernel_time;
+            gemm_bf16::launch::<bf16, BK>(down_launch, down, ACT_NONE, &h, &w2, &b2, &mut y)?;
+            best = best.min(first + offload::last_launch().expect("a launch").kernel_time);
+        }
+        Ok(best)
+    })
 }
 
 /// The largest error on sampled rows of `y`, as a fraction of its tolerance: the CPU computes

@@ -6,18 +6,19 @@ use offload::half::bf16;
 use offload::mma::{m16n8k16, Acc16x8, MatrixMut, MatrixRef};
 use offload::prelude::*;
 
-/// Rows and columns of the output tile of one block, and the depth of one staged slice.
+/// Rows and columns of the output tile of one block.
 const BM: usize = 128;
 const BN: usize = 256;
-const BK: usize = 32;
 /// Slices in flight: one being multiplied, the others being copied (fewer when the launch
 /// gives less shared memory, as the host backend's 48 KiB).
 const STAGES: usize = 4;
 /// Threads per block: 8 warps, 2 down × 4 across, each computing 64 × 64 of the tile.
 pub const GEMM_BF16_THREADS: u32 = 256;
-/// Dynamic shared memory per block for all stages, in bytes (launch with `.dynamic_shared(...)`
-/// of this, or of at least two stages' worth, `GEMM_BF16_SHARED_BYTES / 2`).
-pub const GEMM_BF16_SHARED_BYTES: u32 = (STAGES * (BM + BN) * BK * 2) as u32;
+/// Dynamic shared memory per block for all stages of [`gemm_bf16`]`::<BK>`, in bytes (launch
+/// with `.dynamic_shared(...)` of this, or of fewer whole stages).
+pub const fn gemm_bf16_shared_bytes(bk: usize) -> u32 {
+    (STAGES * (BM + BN) * bk * 2) as u32
+}
 
 /// Blocks that cover an `m × n` output with one tile each (any grid works: blocks take tiles
 /// grid-stride).
@@ -67,12 +68,14 @@ impl GemmOut for bf16 {
     }
 }
 
-/// Element offset, in a stage of `rows` rows of `BK` values, of 8-value chunk `c` of row `r`:
-/// the chunks of each row are permuted by `(r / 2) % 4`, so that the 8 rows an `ldmatrix` phase
-/// reads, and the 32 chunks a warp copies, fall in different shared-memory banks.
+/// Element offset, in a stage of rows of `BK` values (4 or 8 chunks of 8), of chunk `c` of row
+/// `r`: the chunks of each row are permuted by `(r / 2) % 4` (`r % 8` for 8 chunks), so that the
+/// 8 rows an `ldmatrix` phase reads, and the 32 chunks a warp copies, fall in different
+/// shared-memory banks.
 #[inline(always)]
-fn swizzled(r: usize, c: usize) -> usize {
-    r * BK + ((c ^ ((r >> 1) & 3)) * 8)
+fn swizzled<const BK: usize>(r: usize, c: usize) -> usize {
+    let permutation = if BK == 64 { r & 7 } else { (r >> 1) & 3 };
+    r * BK + ((c ^ permutation) * 8)
 }
 
 /// `out = act(a · wᵀ + bias)` with `a` (`m × k`), `w` (`n × k`, a weight matrix as
@@ -80,12 +83,13 @@ fn swizzled(r: usize, c: usize) -> usize {
 /// Products of `bf16` are summed in `f32` on the tensor cores (`m16n8k16`), then `activation`
 /// (`ACT_*`) applies and the result is rounded to `O` (to nearest-even for `bf16`).
 ///
-/// Launch: blocks of [`GEMM_BF16_THREADS`] threads (1D) with [`GEMM_BF16_SHARED_BYTES`] of
-/// dynamic shared memory, [`gemm_bf16_blocks`] blocks (or any other number). Rows of `a` and
+/// `BK` (32 or 64) is the depth of the slices staged in shared memory. Launch: blocks of
+/// [`GEMM_BF16_THREADS`] threads (1D) with [`gemm_bf16_shared_bytes`]`(BK)` of dynamic shared
+/// memory, [`gemm_bf16_blocks`] blocks (or any other number). Rows of `a` and
 /// `w` at 16-byte boundaries (`k` a multiple of 8, device allocations) take the fast path; other
 /// shapes are staged element by element, with the same results.
-#[offload::kernel(instances(O = f32 | bf16))]
-pub fn gemm_bf16<O: GemmOut>(
+#[offload::kernel(instances(O = f32 | bf16, BK = 32 | 64))]
+pub fn gemm_bf16<O: GemmOut, const BK: usize>(
     dims: MatDims,
     activation: u32,
     a: &[bf16],
@@ -108,8 +112,8 @@ pub fn gemm_bf16<O: GemmOut>(
     let warp = warp_id() as usize;
     let (wr, wc) = (warp / 4 * 64, warp % 4 * 64);
     let slices = k.div_ceil(BK);
-    let a_at = |s: usize, r: usize, c: usize| s * (BM + BN) * BK + swizzled(r, c);
-    let w_at = |s: usize, r: usize, c: usize| s * (BM + BN) * BK + BM * BK + swizzled(r, c);
+    let a_at = |s: usize, r: usize, c: usize| s * (BM + BN) * BK + swizzled::<BK>(r, c);
+    let w_at = |s: usize, r: usize, c: usize| s * (BM + BN) * BK + BM * BK + swizzled::<BK>(r, c);
 
     let mut tile = block_idx().x as usize;
     while tile < tiles_m * tiles_n {
@@ -118,16 +122,17 @@ pub fn gemm_bf16<O: GemmOut>(
         // SAFETY (both stagings): `pipelined` reads stage `s` only after the wait and barrier
         // that follow, and refills it only after a barrier that every reader of it has passed.
         let stage = |s: usize, slice: usize| unsafe {
-            stage_tile::<bf16, BM, { BK / 8 }, 256>(
-                smem, |r, c| a_at(s, r, c), &am, row0, slice * BK, aligned, bf16::ZERO,
+            stage_tile::<bf16, 256>(
+                smem, |r, c| a_at(s, r, c), &am, (row0, slice * BK), (BM, BK / 8), aligned, bf16::ZERO,
             );
-            stage_tile::<bf16, BN, { BK / 8 }, 256>(
-                smem, |r, c| w_at(s, r, c), &wm, col0, slice * BK, aligned, bf16::ZERO,
+            stage_tile::<bf16, 256>(
+                smem, |r, c| w_at(s, r, c), &wm, (col0, slice * BK), (BN, BK / 8), aligned, bf16::ZERO,
             );
         };
         let mut acc = [[Acc16x8::ZERO; 8]; 4];
         pipelined(slices, stages, stage, |s| {
-            unroll!(ks in [0, 1] {
+            unroll!(ks in [0, 1, 2, 3] {
+              if ks < BK / 16 {
                 // SAFETY (the loads): stage s was copied (wait + barrier above) and is not
                 // written until every warp has passed the next barrier; the whole warp runs them.
                 let mut fa = [m16n8k16::A::<bf16>::from_regs([0; 4]); 4];
@@ -149,6 +154,7 @@ pub fn gemm_bf16<O: GemmOut>(
                         acc[i][j] = m16n8k16::mma(&fa[i], &fb[j], acc[i][j]);
                     });
                 });
+              }
             });
         });
         let bias_at = |col: usize| if col < bias.len() { bias[col] } else { 0.0 };

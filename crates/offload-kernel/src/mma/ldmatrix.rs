@@ -25,10 +25,14 @@ pub(super) unsafe fn x4<T: Copy, const TRANS: bool>(tile: SharedSlice<T>, offset
     require_tensor_cores::<T>();
     let base = tile.as_ptr() as *const u8;
     let bytes = offset.wrapping_mul(size_of::<T>());
+    // Written so that the parts that do not depend on `offset` (the tile's length and alignment)
+    // can be checked once outside a kernel's loops: one comparison per call remains.
+    let last = tile.len().wrapping_sub(ROW_BYTES / size_of::<T>());
     assert!(
-        offset < tile.len()
-            && tile.len() - offset >= ROW_BYTES / size_of::<T>()
-            && (base as usize).wrapping_add(bytes) % ROW_BYTES == 0,
+        tile.len() >= ROW_BYTES / size_of::<T>()
+            && base as usize % ROW_BYTES == 0
+            && offset <= last
+            && bytes % ROW_BYTES == 0,
         "ldmatrix: a row outside the shared tile, or not 16-byte aligned"
     );
     // SAFETY: the row is inside the tile and aligned (checked); the caller's contract covers
@@ -45,7 +49,7 @@ mod arch {
     pub(super) unsafe fn x4<const TRANS: bool>(base: *const u8, bytes: usize) -> [u32; 4] {
         // The tile's address is converted once (the conversion is pure, so the compiler hoists
         // it out of loops); rows are 32-bit offsets from it.
-        let address = ptx::shared_address(base).wrapping_add(bytes as u32);
+        let address = crate::shared_window::shared_address(base).wrapping_add(bytes as u32);
         // SAFETY: the caller's contract (a 16-byte row of shared memory, the whole warp).
         unsafe {
             if TRANS {

@@ -4,22 +4,6 @@
 //! it neither removes them nor moves them in or out of branches (each is collective over the
 //! warp, and must stay where the whole warp executes it).
 
-/// The `.shared` window address of a generic pointer into shared memory.
-#[inline(always)]
-pub(super) fn shared_address(p: *const u8) -> u32 {
-    let address: u32;
-    // SAFETY: an address conversion between registers; touches no memory.
-    unsafe {
-        core::arch::asm!(
-            "{{ .reg .u64 offload_s; cvta.to.shared.u64 offload_s, {p}; cvt.u32.u64 {a}, offload_s; }}",
-            a = out(reg32) address,
-            p = in(reg64) p,
-            options(pure, nomem, nostack),
-        );
-    }
-    address
-}
-
 macro_rules! ldmatrix_x4 {
     ($name:ident, $trans:literal) => {
         /// # Safety
