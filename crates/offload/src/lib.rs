@@ -124,7 +124,7 @@ pub mod prelude {
     pub use offload_kernel::{
         block_dim, block_idx, dynamic_shared, fence_block, fence_device, fence_system, global_id,
         global_threads, grid_dim, grid_stride, sync_threads, thread_idx, Atomic, DeviceCopy, Dim3,
-        SharedSlice, ThreadSlice, WideElement,
+        Grid2, Grid3, SharedSlice, ThreadSlice, WideElement, Window2, Window3,
     };
     pub use offload_macros::DeviceCopy;
 }
@@ -145,7 +145,9 @@ macro_rules! embed_images {
 #[doc(hidden)]
 #[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
 pub mod __private {
-    pub use offload_runtime::kernel::{launch, Kernel, KernelArg};
+    pub use offload_runtime::backend::PackedArgs;
+    pub use offload_runtime::kernel::{Kernel, KernelArg};
+    pub use offload_runtime::launch::launch;
     pub use offload_runtime::stream::enqueue;
 }
 
@@ -154,5 +156,5 @@ pub mod __private {
 pub mod __device {
     #[cfg(target_arch = "nvptx64")]
     pub use offload_kernel::panic_record::record_panic;
-    pub use offload_kernel::slice_from_raw;
+    pub use offload_kernel::entry_slice;
 }
