@@ -28,12 +28,15 @@ pub fn sgemm_entry(a: &[f32], b: &[f32], n: usize, k: usize, i: usize, j: usize)
 
 /// Entry `(i, j)` of `A · Wᵀ + bias` for row-major `a` (`m × k`) and `w` (`n × k`), before the
 /// activation.
-pub fn linear_entry(a: &[bf16], w: &[bf16], bias: &[f32], k: usize, i: usize, j: usize) -> (f64, f64) {
-    let (sum, scale) = entry_f64(
-        k,
-        |d| a[i * k + d].to_f64(),
-        |d| w[j * k + d].to_f64(),
-    );
+pub fn linear_entry(
+    a: &[bf16],
+    w: &[bf16],
+    bias: &[f32],
+    k: usize,
+    i: usize,
+    j: usize,
+) -> (f64, f64) {
+    let (sum, scale) = entry_f64(k, |d| a[i * k + d].to_f64(), |d| w[j * k + d].to_f64());
     let b = bias.get(j).map_or(0.0, |&b| b as f64);
     (sum + b, scale + b.abs())
 }

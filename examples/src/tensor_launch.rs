@@ -8,7 +8,11 @@ use offload::{Device, Launch};
 
 /// The launch of `sgemm_tf32x3::<BK>` for `dims` on `device` (`blocks`: the grid, else one
 /// block per tile).
-pub fn sgemm_tf32x3<const BK: usize>(device: &Device, dims: MatDims, blocks: Option<u32>) -> Launch<'_> {
+pub fn sgemm_tf32x3<const BK: usize>(
+    device: &Device,
+    dims: MatDims,
+    blocks: Option<u32>,
+) -> Launch<'_> {
     Launch::on(device)
         .grid(blocks.unwrap_or(sgemm_tf32_blocks(dims)).max(1))
         .block(SGEMM_TF32_THREADS)
@@ -16,7 +20,11 @@ pub fn sgemm_tf32x3<const BK: usize>(device: &Device, dims: MatDims, blocks: Opt
 }
 
 /// The launch of `gemm_bf16::<_, BK>` for `dims` on `device` (`blocks` as above).
-pub fn gemm_bf16<const BK: usize>(device: &Device, dims: MatDims, blocks: Option<u32>) -> Launch<'_> {
+pub fn gemm_bf16<const BK: usize>(
+    device: &Device,
+    dims: MatDims,
+    blocks: Option<u32>,
+) -> Launch<'_> {
     Launch::on(device)
         .grid(blocks.unwrap_or(gemm_bf16_blocks(dims)).max(1))
         .block(GEMM_BF16_THREADS)

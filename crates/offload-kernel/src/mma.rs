@@ -57,10 +57,10 @@ mod fragment;
 #[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
 mod host;
 mod ldmatrix;
-mod matrix;
 pub mod m16n8k16;
 pub mod m16n8k8;
 pub mod m8n8k4;
+mod matrix;
 #[cfg(target_arch = "nvptx64")]
 mod ptx;
 
@@ -74,8 +74,10 @@ const SUPPORTED: bool = cfg!(any(
 ));
 
 /// A compile error, raised where a kernel instantiates a tensor-core operation, on targets
-/// without one. (Generic, so that the constant is evaluated for used operations only.)
+/// without one. (Generic, so that the constant is evaluated for used operations only: the
+/// crate itself still builds for every target.)
 #[inline(always)]
+#[allow(clippy::extra_unused_type_parameters)]
 pub(crate) fn require_tensor_cores<T>() {
     const {
         assert!(
@@ -103,7 +105,11 @@ pub fn tf32_round(x: f32) -> f32 {
     let bits = x.to_bits();
     if bits & 0x7f80_0000 == 0x7f80_0000 {
         // Infinity or NaN: clearing the low bits keeps an infinity; a NaN keeps a payload bit.
-        let nan = if bits & 0x007f_ffff != 0 { 0x0040_0000 } else { 0 };
+        let nan = if bits & 0x007f_ffff != 0 {
+            0x0040_0000
+        } else {
+            0
+        };
         return f32::from_bits((bits & 0xffff_e000) | nan);
     }
     f32::from_bits(bits.wrapping_add(0x1000) & 0xffff_e000)
@@ -153,7 +159,10 @@ mod tests {
             assert_eq!(small.to_bits() & 0x1fff, 0);
             assert_eq!(big, tf32_round(x));
             let err = ((big as f64 + small as f64) - x as f64).abs();
-            assert!(err <= x.abs() as f64 * 2f64.powi(-21), "{x}: {big} + {small}");
+            assert!(
+                err <= x.abs() as f64 * 2f64.powi(-21),
+                "{x}: {big} + {small}"
+            );
         }
         assert!(tf32_split(f32::NAN).1.is_nan());
         assert!(tf32_split(f32::INFINITY).1.is_nan());

@@ -21,7 +21,6 @@ use offload_examples::reference_torch::{python, BEST_MS};
 use offload_examples::tensor_launch;
 use std::time::Duration;
 
-
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let device = offload::default_device()?;
     let arg = |i: usize, gpu: usize, host: usize| {
@@ -31,7 +30,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             .unwrap_or(if device.is_gpu() { gpu } else { host })
     };
     let (tokens, d_model, hidden) = (arg(1, 4096, 64), arg(2, 4096, 256), arg(3, 16384, 1024));
-    println!("device: {}; MLP {tokens} tokens, {d_model} -> {hidden} -> {d_model}", device.name());
+    println!(
+        "device: {}; MLP {tokens} tokens, {d_model} -> {hidden} -> {d_model}",
+        device.name()
+    );
 
     // Weights scaled as a trained layer's (about 1/sqrt(fan-in)), so activations stay near 1.
     let x = uniform_bf16(tokens * d_model, 1, 1.0);
@@ -43,8 +45,16 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut y = vec![bf16::NAN; tokens * d_model];
 
     let bk = arg(4, 32, 32);
-    let up = MatDims { m: tokens as u32, n: hidden as u32, k: d_model as u32 };
-    let down = MatDims { m: tokens as u32, n: d_model as u32, k: hidden as u32 };
+    let up = MatDims {
+        m: tokens as u32,
+        n: hidden as u32,
+        k: d_model as u32,
+    };
+    let down = MatDims {
+        m: tokens as u32,
+        n: d_model as u32,
+        k: hidden as u32,
+    };
     let weights = (&x[..], &w1[..], &b1[..], &w2[..], &b2[..]);
     let best = if bk == 64 {
         forward_passes::<64>(&device, (up, down), weights, &mut h, &mut y)?

@@ -59,7 +59,11 @@ where
     sgemm_tf32::sgemm_tf32x3::Instance<BK>: sgemm_tf32::sgemm_tf32x3::Declared,
 {
     let n = size as usize;
-    let dims = MatDims { m: size, n: size, k: size };
+    let dims = MatDims {
+        m: size,
+        n: size,
+        k: size,
+    };
     let (a, b) = (uniform(n * n, 1), uniform(n * n, 2));
     let mut c = vec![f32::NAN; n * n];
     let launch: Launch<'_> = tensor_launch::sgemm_tf32x3::<BK>(device, dims, None);
@@ -68,7 +72,9 @@ where
         let mut c = r.from(&mut c)?;
         best_kernel_time(|| sgemm_tf32::sgemm_tf32x3::launch::<BK>(launch, dims, &a, &b, &mut c))
     })?;
-    let worst = sampled_error(n, |i, j| (c[i * n + j] as f64, sgemm_entry(&a, &b, n, n, i, j)));
+    let worst = sampled_error(n, |i, j| {
+        (c[i * n + j] as f64, sgemm_entry(&a, &b, n, n, i, j))
+    });
     let ok = worst <= 2f64.powi(-19);
     let ours = tflops(size, time);
     println!(
@@ -151,7 +157,11 @@ where
     gemm_bf16::gemm_bf16::Instance<bf16, BK>: gemm_bf16::gemm_bf16::Declared,
 {
     let n = size as usize;
-    let dims = MatDims { m: size, n: size, k: size };
+    let dims = MatDims {
+        m: size,
+        n: size,
+        k: size,
+    };
     let (a, w) = (uniform_bf16(n * n, 3, 1.0), uniform_bf16(n * n, 4, 1.0));
     let mut out = vec![bf16::NAN; n * n];
     let launch = tensor_launch::gemm_bf16::<BK>(device, dims, None);
@@ -164,7 +174,9 @@ where
     })?;
     // f32 sums, then the rounding to bf16 (half an ulp, 2^-9 relative to the value, which is at
     // most the scale).
-    let worst = sampled_error(n, |i, j| (out[i * n + j].to_f64(), linear_entry(&a, &w, &[], n, i, j)));
+    let worst = sampled_error(n, |i, j| {
+        (out[i * n + j].to_f64(), linear_entry(&a, &w, &[], n, i, j))
+    });
     let ok = worst <= 2f64.powi(-8);
     let ours = tflops(size, time);
     println!(

@@ -102,7 +102,10 @@ pub fn gemm_bf16<O: GemmOut, const BK: usize>(
         block_dim().x == GEMM_BF16_THREADS && block_dim().count() == GEMM_BF16_THREADS as u64,
         "gemm_bf16: launch blocks of GEMM_BF16_THREADS threads"
     );
-    assert!(bias.is_empty() || bias.len() >= n, "gemm_bf16: bias needs n elements");
+    assert!(
+        bias.is_empty() || bias.len() >= n,
+        "gemm_bf16: bias needs n elements"
+    );
     let smem = dynamic_shared::<bf16>();
     let stages = stages_in(smem, (BM + BN) * BK, "gemm_bf16");
     let (am, wm) = (MatrixRef::new(a, m, k), MatrixRef::new(w, n, k));
@@ -119,30 +122,46 @@ pub fn gemm_bf16<O: GemmOut, const BK: usize>(
     while tile < tiles_m * tiles_n {
         let (tm, tn) = grouped_tile(tile, tiles_m, tiles_n);
         let (row0, col0) = (tm * BM, tn * BN);
-        // SAFETY (both stagings): `pipelined` reads stage `s` only after the wait and barrier
-        // that follow, and refills it only after a barrier that every reader of it has passed.
-        let stage = |s: usize, slice: usize| unsafe {
-            stage_tile::<bf16, 256>(
-                smem, |r, c| a_at(s, r, c), &am, (row0, slice * BK), (BM, BK / 8), aligned, bf16::ZERO,
-            );
-            stage_tile::<bf16, 256>(
-                smem, |r, c| w_at(s, r, c), &wm, (col0, slice * BK), (BN, BK / 8), aligned, bf16::ZERO,
-            );
+        let stage = |s: usize, slice: usize| {
+            // SAFETY: (both stagings) `pipelined` reads stage `s` only after the wait and barrier
+            // that follow, and refills it only after a barrier that every reader of it has passed.
+            unsafe {
+                stage_tile::<bf16, 256>(
+                    smem,
+                    |r, c| a_at(s, r, c),
+                    &am,
+                    (row0, slice * BK),
+                    (BM, BK / 8),
+                    aligned,
+                    bf16::ZERO,
+                );
+                stage_tile::<bf16, 256>(
+                    smem,
+                    |r, c| w_at(s, r, c),
+                    &wm,
+                    (col0, slice * BK),
+                    (BN, BK / 8),
+                    aligned,
+                    bf16::ZERO,
+                );
+            }
         };
         let mut acc = [[Acc16x8::ZERO; 8]; 4];
         pipelined(slices, stages, stage, |s| {
             unroll!(ks in [0, 1, 2, 3] {
               if ks < BK / 16 {
-                // SAFETY (the loads): stage s was copied (wait + barrier above) and is not
-                // written until every warp has passed the next barrier; the whole warp runs them.
                 let mut fa = [m16n8k16::A::<bf16>::from_regs([0; 4]); 4];
                 unroll!(i in [0, 1, 2, 3] {
+                    // SAFETY: stage s was copied (wait and barrier in `pipelined`) and is not
+                    // written until every warp has passed the next barrier; the whole warp
+                    // runs this load.
                     fa[i] = unsafe {
                         m16n8k16::A::load_shared(smem, |r, h| a_at(s, wr + 16 * i + r, 2 * ks + h))
                     };
                 });
                 let mut fb = [m16n8k16::B::<bf16>::from_regs([0; 2]); 8];
                 unroll!(j in [0, 1, 2, 3] {
+                    // SAFETY: as for the A fragments.
                     [fb[2 * j], fb[2 * j + 1]] = unsafe {
                         m16n8k16::B::load_shared_transposed_pair(smem, |c, h| {
                             w_at(s, wc + 16 * j + c, 2 * ks + h)

@@ -1,8 +1,8 @@
 //! What the tensor-core GEMMs share: which output tile a block computes, and how a tile of a
 //! row-major matrix is staged in shared memory.
 use offload::mma::MatrixRef;
-use offload::{copy_async_chunk_unchecked, ASYNC_CHUNK_BYTES};
 use offload::prelude::*;
+use offload::{copy_async_chunk_unchecked, ASYNC_CHUNK_BYTES};
 
 /// `body` once for each listed value of `i`, a constant in each copy: the compiler then keeps
 /// arrays indexed by `i` (the accumulators) in registers, where a loop it did not unroll would
@@ -37,7 +37,8 @@ pub(super) fn grouped_tile(tile: usize, tiles_m: usize, tiles_n: usize) -> (usiz
 /// staged with asynchronous copies).
 #[inline(always)]
 pub(super) fn chunks_aligned<T: Copy>(m: &MatrixRef<'_, T>) -> bool {
-    (m.data().as_ptr() as usize | m.stride() * core::mem::size_of::<T>()) % ASYNC_CHUNK_BYTES == 0
+    (m.data().as_ptr() as usize | (m.stride() * core::mem::size_of::<T>()))
+        .is_multiple_of(ASYNC_CHUNK_BYTES)
 }
 
 /// Starts staging the `rows × chunks` chunks (16 bytes each) of the tile of `m` at
@@ -70,7 +71,10 @@ pub(super) unsafe fn stage_tile<T: Copy, const THREADS: usize>(
             // are inside `m` (hence inside its slice), at a 16-byte boundary (`aligned`); the
             // destination is the caller's (`place` stays inside `dst` at 16-byte boundaries).
             unsafe {
-                let from = m.data().as_ptr().add((row0 + r) * m.stride() + col0 + c * per_chunk);
+                let from = m
+                    .data()
+                    .as_ptr()
+                    .add((row0 + r) * m.stride() + col0 + c * per_chunk);
                 copy_async_chunk_unchecked(dst, place(r, c), from, per_chunk);
             }
         }
@@ -107,7 +111,10 @@ pub(super) unsafe fn stage_tile<T: Copy, const THREADS: usize>(
 #[track_caller]
 pub(super) fn stages_in<T: Copy>(smem: SharedSlice<T>, stage: usize, kernel: &str) -> usize {
     let stages = (smem.len() / stage).min(4);
-    assert!(stages >= 1, "{kernel}: launch with dynamic shared memory for one stage at least");
+    assert!(
+        stages >= 1,
+        "{kernel}: launch with dynamic shared memory for one stage at least"
+    );
     stages
 }
 

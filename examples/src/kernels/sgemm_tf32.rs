@@ -66,29 +66,42 @@ pub fn sgemm_tf32x3<const BK: usize>(dims: MatDims, a: &[f32], b: &[f32], c: &mu
     while tile < tiles_m * tiles_n {
         let (tm, tn) = grouped_tile(tile, tiles_m, tiles_n);
         let (row0, col0) = (tm * BM, tn * BN);
-        // SAFETY (both stagings): as in gemm_bf16 (see `pipelined`).
-        let stage = |s: usize, slice: usize| unsafe {
-            stage_tile::<f32, 256>(
-                smem, |r, ch| a_at(s, r, 4 * ch), &am, (row0, slice * BK), (BM, BK / 4), aligned, 0.0,
-            );
-            stage_tile::<f32, 256>(
-                smem, |r, ch| b_at(s, r, 4 * ch), &bm, (slice * BK, col0), (BK, BN / 4), aligned, 0.0,
-            );
+        let stage = |s: usize, slice: usize| {
+            // SAFETY: (both stagings) as in gemm_bf16 (see `pipelined`).
+            unsafe {
+                stage_tile::<f32, 256>(
+                    smem,
+                    |r, ch| a_at(s, r, 4 * ch),
+                    &am,
+                    (row0, slice * BK),
+                    (BM, BK / 4),
+                    aligned,
+                    0.0,
+                );
+                stage_tile::<f32, 256>(
+                    smem,
+                    |r, ch| b_at(s, r, 4 * ch),
+                    &bm,
+                    (slice * BK, col0),
+                    (BK, BN / 4),
+                    aligned,
+                    0.0,
+                );
+            }
         };
         let mut acc = [[Acc16x8::ZERO; 4]; 4];
         pipelined(slices, stages, stage, |s| {
-            // SAFETY (all the shared reads below): stage s was copied (wait + barrier above)
-            // and is not written until every warp has passed the next barrier; the whole warp
-            // runs the fragment loads.
+            // Stage s was copied (wait and barrier in `pipelined`) and is not written until every
+            // warp has passed the next barrier; the whole warp runs the fragment loads.
             let zero_b = m16n8k8::B::from_array([0.0; 2]);
             let mut fb = [[(zero_b, zero_b); 4]; 4];
             unroll!(ks in [0, 1, 2, 3] {
               if ks < BK / 8 {
                 unroll!(j in [0, 1, 2, 3] {
-                    fb[ks][j] = m16n8k8::B::split(m16n8k8::B::gather(|kk, nn| unsafe {
-                        // In bounds without a check: stage s < stages, and `stages_in` checked
-                        // that `stages` whole stages fit in `smem`.
-                        smem.as_ptr().add(b_at(s, 8 * ks + kk, wc + 8 * j + nn)).read()
+                    fb[ks][j] = m16n8k8::B::split(m16n8k8::B::gather(|kk, nn| {
+                        // SAFETY: stage s as said above; in bounds without a check: s < stages,
+                        // and `stages_in` checked that `stages` whole stages fit in `smem`.
+                        unsafe { smem.as_ptr().add(b_at(s, 8 * ks + kk, wc + 8 * j + nn)).read() }
                     }));
                 });
               }
@@ -98,6 +111,7 @@ pub fn sgemm_tf32x3<const BK: usize>(dims: MatDims, a: &[f32], b: &[f32], c: &mu
                 let mut fa = [(zero_a, zero_a); 4];
                 unroll!(ks in [0, 1, 2, 3] {
                     if ks < BK / 8 {
+                        // SAFETY: stage s as said above.
                         fa[ks] = m16n8k8::A::split(unsafe {
                             m16n8k8::A::load_shared_f32(smem, |r, h| {
                                 a_at(s, wr + 16 * i + r, 8 * ks + 4 * h)

@@ -29,7 +29,8 @@ pub(super) fn warp_gather<const W: usize>(
     static SITE: u8 = 0;
     let threads = block_dim().count() as usize;
     let me = thread_idx().linear_in(block_dim());
-    let slots = host_block::static_shared(&SITE, threads * core::mem::size_of::<Slot>()) as *mut Slot;
+    let slots =
+        host_block::static_shared(&SITE, threads * core::mem::size_of::<Slot>()) as *mut Slot;
     // SAFETY: the block's allocation holds one Slot per thread (16-byte aligned); this thread
     // writes only its own slot, and the block's threads run one at a time on this OS thread.
     unsafe {

@@ -21,7 +21,10 @@ const ROW_BYTES: usize = 16;
 /// If the row is not inside `tile` or does not start at a 16-byte boundary.
 #[inline(always)]
 #[track_caller]
-pub(super) unsafe fn x4<T: Copy, const TRANS: bool>(tile: SharedSlice<T>, offset: usize) -> [u32; 4] {
+pub(super) unsafe fn x4<T: Copy, const TRANS: bool>(
+    tile: SharedSlice<T>,
+    offset: usize,
+) -> [u32; 4] {
     require_tensor_cores::<T>();
     let base = tile.as_ptr() as *const u8;
     let bytes = offset.wrapping_mul(size_of::<T>());

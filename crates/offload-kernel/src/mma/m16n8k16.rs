@@ -68,7 +68,10 @@ impl<T: Half> A<T> {
     /// If a chunk lies outside `tile` or does not start at a 16-byte boundary.
     #[inline(always)]
     #[track_caller]
-    pub unsafe fn load_shared(tile: SharedSlice<T>, row_chunk: impl Fn(usize, usize) -> usize) -> Self {
+    pub unsafe fn load_shared(
+        tile: SharedSlice<T>,
+        row_chunk: impl Fn(usize, usize) -> usize,
+    ) -> Self {
         let lane = crate::lane_id() as usize;
         // Lanes 0-7 address rows 0-7 of the left half (register 0), 8-15 rows 8-15 (register 1),
         // 16-31 the same rows of the right half (registers 2 and 3).
