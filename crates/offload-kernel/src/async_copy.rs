@@ -90,7 +90,7 @@ pub fn wait_async_copies<const PENDING: u32>() {
     arch::wait::<PENDING>();
 }
 
-#[cfg(target_arch = "nvptx64")]
+#[cfg(all(target_arch = "nvptx64", not(feature = "spirv")))]
 mod arch {
     /// # Safety
     /// `tile + offset` and `from` are 16-byte aligned shared and global addresses; `bytes <= 16`
@@ -131,10 +131,13 @@ mod arch {
     }
 }
 
-#[cfg(target_arch = "amdgpu")]
+#[cfg(any(
+    target_arch = "amdgpu",
+    all(target_arch = "nvptx64", feature = "spirv")
+))]
 mod arch {
     pub(super) unsafe fn copy(_: *const u8, _: usize, _: *const u8, _: usize) {
-        unreachable!("refused at compile time by require_tensor_cores")
+        unreachable!("require_tensor_cores panicked before")
     }
     pub(super) fn commit() {}
     pub(super) fn wait<const PENDING: u32>() {}

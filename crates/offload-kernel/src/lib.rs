@@ -33,7 +33,7 @@ pub mod panic_record;
 mod scatter;
 mod shared;
 mod shared_atomic;
-#[cfg(target_arch = "nvptx64")]
+#[cfg(all(target_arch = "nvptx64", not(feature = "spirv")))]
 mod shared_window;
 #[cfg(all(target_arch = "nvptx64", feature = "spirv"))]
 mod spirv;

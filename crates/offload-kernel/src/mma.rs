@@ -47,8 +47,11 @@
 //!   sum (see the 3×TF32 SGEMM in the examples).
 //!
 //! # Architectures
-//! Built for an NVIDIA target older than sm_80, or for AMD GPUs, a kernel that uses this module
-//! does not compile: the error names the missing architecture. An image built for sm_80 or newer
+//! Built for an NVIDIA target older than sm_80, a kernel that uses this module does not compile:
+//! the error names the missing architecture. In AMD and SPIR-V images (which the device pass
+//! builds from the same kernels module) an operation panics when it runs, so a launch of a
+//! tensor-core kernel there is `Err(KernelFailed)` with that message while the module's other
+//! kernels work. An image built for sm_80 or newer
 //! does not load on an older GPU (the launch fails with `Error::NoImage`).
 
 use crate::warp::lane_id;
@@ -61,29 +64,45 @@ pub mod m16n8k16;
 pub mod m16n8k8;
 pub mod m8n8k4;
 mod matrix;
-#[cfg(target_arch = "nvptx64")]
+#[cfg(all(target_arch = "nvptx64", not(feature = "spirv")))]
 mod ptx;
 
 pub use fragment::{Acc16x8, Acc8x8, Half};
 pub use matrix::{MatrixMut, MatrixRef};
 
 /// Whether this build's target has `mma.sync` for the shapes here (sm_80 and newer).
+#[cfg(not(any(
+    target_arch = "amdgpu",
+    all(target_arch = "nvptx64", feature = "spirv")
+)))]
 const SUPPORTED: bool = cfg!(any(
     all(target_arch = "nvptx64", target_feature = "sm_80"),
     not(any(target_arch = "nvptx64", target_arch = "amdgpu"))
 ));
 
-/// A compile error, raised where a kernel instantiates a tensor-core operation, on targets
-/// without one. (Generic, so that the constant is evaluated for used operations only: the
-/// crate itself still builds for every target.)
+/// Refuses a tensor-core operation where there is none. Built as PTX for a GPU older than
+/// sm_80 this is a compile error, raised where a kernel instantiates the operation (generic, so
+/// that the constant is evaluated for used operations only: the crate itself still builds for
+/// every target). In an AMD or SPIR-V image it is a panic when the operation runs, so the
+/// module's other kernels still build and run there, and a launch of a tensor-core kernel fails
+/// with this message (`Error::KernelFailed`).
 #[inline(always)]
 #[allow(clippy::extra_unused_type_parameters)]
 pub(crate) fn require_tensor_cores<T>() {
+    #[cfg(any(
+        target_arch = "amdgpu",
+        all(target_arch = "nvptx64", feature = "spirv")
+    ))]
+    panic!("offload::mma needs an NVIDIA GPU of sm_80 or newer: this image is for a GPU without mma.sync (AMD or SPIR-V)");
+    #[cfg(not(any(
+        target_arch = "amdgpu",
+        all(target_arch = "nvptx64", feature = "spirv")
+    )))]
     const {
         assert!(
             SUPPORTED,
             "offload::mma needs an NVIDIA GPU of sm_80 or newer: build for sm_80+ \
-             (OFFLOAD_CUDA_ARCH or Kernels::cuda_arch); AMD GPUs have no mma.sync"
+             (OFFLOAD_CUDA_ARCH or Kernels::cuda_arch)"
         )
     }
 }

@@ -43,7 +43,7 @@ pub(super) unsafe fn x4<T: Copy, const TRANS: bool>(
     unsafe { arch::x4::<TRANS>(base, bytes) }
 }
 
-#[cfg(target_arch = "nvptx64")]
+#[cfg(all(target_arch = "nvptx64", not(feature = "spirv")))]
 mod arch {
     use super::super::ptx;
 
@@ -64,11 +64,14 @@ mod arch {
     }
 }
 
-#[cfg(target_arch = "amdgpu")]
+#[cfg(any(
+    target_arch = "amdgpu",
+    all(target_arch = "nvptx64", feature = "spirv")
+))]
 mod arch {
     #[inline(always)]
     pub(super) unsafe fn x4<const TRANS: bool>(_: *const u8, _: usize) -> [u32; 4] {
-        unreachable!("refused at compile time by require_tensor_cores")
+        unreachable!("require_tensor_cores panicked before")
     }
 }
 

@@ -211,7 +211,7 @@ pub fn mma<T: Half>(a: &A<T>, b: &B<T>, c: Acc16x8) -> Acc16x8 {
     arch::mma(a, b, c)
 }
 
-#[cfg(target_arch = "nvptx64")]
+#[cfg(all(target_arch = "nvptx64", not(feature = "spirv")))]
 mod arch {
     use super::super::ptx;
     use super::{Acc16x8, Half, A, B};
@@ -226,13 +226,16 @@ mod arch {
     }
 }
 
-#[cfg(target_arch = "amdgpu")]
+#[cfg(any(
+    target_arch = "amdgpu",
+    all(target_arch = "nvptx64", feature = "spirv")
+))]
 mod arch {
     use super::{Acc16x8, Half, A, B};
 
     #[inline(always)]
     pub(super) fn mma<T: Half>(_: &A<T>, _: &B<T>, _: Acc16x8) -> Acc16x8 {
-        unreachable!("refused at compile time by require_tensor_cores")
+        unreachable!("require_tensor_cores panicked before")
     }
 }
 

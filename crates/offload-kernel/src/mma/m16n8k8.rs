@@ -154,7 +154,7 @@ pub fn mma(a: &A, b: &B, c: Acc16x8) -> Acc16x8 {
     arch::mma(a, b, c)
 }
 
-#[cfg(target_arch = "nvptx64")]
+#[cfg(all(target_arch = "nvptx64", not(feature = "spirv")))]
 mod arch {
     use super::super::ptx;
     use super::{Acc16x8, A, B};
@@ -169,13 +169,16 @@ mod arch {
     }
 }
 
-#[cfg(target_arch = "amdgpu")]
+#[cfg(any(
+    target_arch = "amdgpu",
+    all(target_arch = "nvptx64", feature = "spirv")
+))]
 mod arch {
     use super::{Acc16x8, A, B};
 
     #[inline(always)]
     pub(super) fn mma(_: &A, _: &B, _: Acc16x8) -> Acc16x8 {
-        unreachable!("refused at compile time by require_tensor_cores")
+        unreachable!("require_tensor_cores panicked before")
     }
 }
 
