@@ -173,6 +173,8 @@ struct Discovery {
     devices: Vec<Device>,
     /// Why no GPU was found, when none was.
     no_gpu_reason: Option<String>,
+    /// For each GPU plugin that found no device, why.
+    plugins_without_devices: Vec<String>,
 }
 
 fn discovery() -> &'static Discovery {
@@ -180,6 +182,7 @@ fn discovery() -> &'static Discovery {
     DISCOVERY.get_or_init(|| {
         let mut devices = Vec::new();
         let mut no_gpu_reason = None;
+        let mut plugins_without_devices = Vec::new();
         if forced_backend().as_deref() == Some("host") {
             no_gpu_reason = Some("OFFLOAD_BACKEND=host".to_string());
         } else {
@@ -187,6 +190,7 @@ fn discovery() -> &'static Discovery {
             if found.is_empty() {
                 no_gpu_reason = Some(reasons.join("; "));
             }
+            plugins_without_devices = reasons;
             devices.extend(found.into_iter().map(|b| Device {
                 inner: DeviceInner::Offload(b),
             }));
@@ -200,8 +204,16 @@ fn discovery() -> &'static Discovery {
         Discovery {
             devices,
             no_gpu_reason,
+            plugins_without_devices,
         }
     })
+}
+
+/// For each GPU plugin that found no device, why (`"CUDA: cannot load libcuda.so: …"`): what
+/// `cargo offload devices` prints. Empty when every plugin found a device, and with
+/// `OFFLOAD_BACKEND=host`, which asks no plugin.
+pub fn plugins_without_devices() -> &'static [String] {
+    &discovery().plugins_without_devices
 }
 
 /// Every device, GPUs first (in driver order), the host last. Discovered once.

@@ -1,7 +1,8 @@
 //! `DeviceVec<T>`: an array living in one device's memory, passed to kernels as is (`&v` for a
 //! `&[T]` parameter, `&mut v` for a `&mut [T]` one) with no transfer. Data moves only when asked:
 //! [`DeviceVec::from_slice`], [`DeviceVec::copy_from_host`], [`DeviceVec::copy_to_host`],
-//! [`DeviceVec::to_vec`]. On the host device it is host memory.
+//! [`DeviceVec::to_vec`], and for a part of it (halo rows) [`DeviceVec::copy_from_host_at`],
+//! [`DeviceVec::copy_to_host_at`]. On the host device it is host memory.
 
 use crate::backend::{Backend, DevicePtr};
 use crate::kernel::KernelArg;
@@ -101,16 +102,23 @@ impl<T: DeviceCopy> DeviceVec<T> {
     /// Overwrites the elements with `data` (of the same length).
     pub fn copy_from_host(&mut self, data: &[T]) -> Result<()> {
         self.check_len(data.len())?;
+        self.copy_from_host_at(0, data)
+    }
+
+    /// Overwrites the elements from index `offset` on with `data` (a halo row, say), leaving the
+    /// others as they are. Past the end is `Err(OutOfRange)`, with nothing copied.
+    pub fn copy_from_host_at(&mut self, offset: usize, data: &[T]) -> Result<()> {
+        let end = self.check_range("DeviceVec::copy_from_host_at", offset, data.len())?;
         let device_id = self.device.id();
         match &mut self.storage {
-            Storage::Host(v) => v.copy_from_slice(data),
-            Storage::Gpu { ptr, len } if *len > 0 => {
+            Storage::Host(v) => v[offset..end].copy_from_slice(data),
+            Storage::Gpu { ptr, .. } if !data.is_empty() => {
                 let backend = gpu(&self.device);
                 let (host, bytes) = (data.as_ptr() as *const u8, size_of_val(data));
                 let start = Instant::now();
-                // SAFETY: `ptr` holds `len` elements, as many as `data`, which is borrowed until
-                // the synchronize below.
-                unsafe { backend.copy_to_device(*ptr, host, bytes)? };
+                // SAFETY: elements `offset..end` lie within the allocation (checked above);
+                // `data` is borrowed until the synchronize below.
+                unsafe { backend.copy_to_device(element::<T>(*ptr, offset), host, bytes)? };
                 // Complete before `data`'s borrow ends: from page-locked memory the copy is only
                 // queued.
                 backend.synchronize()?;
@@ -124,14 +132,22 @@ impl<T: DeviceCopy> DeviceVec<T> {
     /// Copies the elements into `out` (of the same length), after the kernels queued before.
     pub fn copy_to_host(&self, out: &mut [T]) -> Result<()> {
         self.check_len(out.len())?;
+        self.copy_to_host_at(0, out)
+    }
+
+    /// Copies `out.len()` elements from index `offset` on into `out`, after the kernels queued
+    /// before. Past the end is `Err(OutOfRange)`, with `out` untouched.
+    pub fn copy_to_host_at(&self, offset: usize, out: &mut [T]) -> Result<()> {
+        let end = self.check_range("DeviceVec::copy_to_host_at", offset, out.len())?;
         match &self.storage {
-            Storage::Host(v) => out.copy_from_slice(v),
-            Storage::Gpu { ptr, len } if *len > 0 => {
+            Storage::Host(v) => out.copy_from_slice(&v[offset..end]),
+            Storage::Gpu { ptr, .. } if !out.is_empty() => {
                 let backend = gpu(&self.device);
                 let (host, bytes) = (out.as_mut_ptr() as *mut u8, size_of_val(out));
                 let start = Instant::now();
-                // SAFETY: `ptr` holds `len` elements, as many as `out`.
-                unsafe { backend.copy_from_device(host, *ptr, bytes)? };
+                // SAFETY: elements `offset..end` lie within the allocation (checked above), and
+                // `out` holds as many.
+                unsafe { backend.copy_from_device(host, element::<T>(*ptr, offset), bytes)? };
                 backend.synchronize()?;
                 trace::copy_from_device(
                     self.device.id(),
@@ -144,6 +160,20 @@ impl<T: DeviceCopy> DeviceVec<T> {
             Storage::Gpu { .. } => {}
         }
         Ok(())
+    }
+
+    /// The end of elements `offset..offset + count`, if they are all within the array.
+    fn check_range(&self, what: &'static str, offset: usize, count: usize) -> Result<usize> {
+        let len = self.len();
+        match offset.checked_add(count) {
+            Some(end) if end <= len => Ok(end),
+            end => Err(Error::OutOfRange {
+                what,
+                start: offset,
+                end: end.unwrap_or(usize::MAX),
+                len,
+            }),
+        }
     }
 
     /// The elements, on the host.
@@ -191,6 +221,11 @@ fn gpu(device: &Device) -> &dyn Backend {
     device
         .offload_backend()
         .expect("a DeviceVec's storage matches its device")
+}
+
+/// The device address of element `index` of an array at `base`.
+fn element<T>(base: DevicePtr, index: usize) -> DevicePtr {
+    DevicePtr(base.0 + (index * size_of::<T>()) as u64)
 }
 
 fn gpu_alloc<T>(backend: &dyn Backend, len: usize) -> Result<DevicePtr> {

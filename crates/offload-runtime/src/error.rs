@@ -91,6 +91,15 @@ pub enum Error {
         found: usize,
     },
 
+    /// A copy names elements past the end of device data.
+    #[error("{what}: elements {start}..{end} are out of range: it holds {len}")]
+    OutOfRange {
+        what: &'static str,
+        start: usize,
+        end: usize,
+        len: usize,
+    },
+
     /// A driver call failed outside of a kernel.
     #[error("{device}: {operation} failed: {message}")]
     Driver {

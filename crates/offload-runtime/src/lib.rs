@@ -29,7 +29,7 @@ pub mod trace;
 mod transfer;
 
 pub use backend::{BackendKind, MemoryInfo};
-pub use device::{default_device, devices, Device};
+pub use device::{default_device, devices, plugins_without_devices, Device};
 pub use device_slice::DeviceSlice;
 pub use device_vec::DeviceVec;
 pub use error::{Error, Result};
