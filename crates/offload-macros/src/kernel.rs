@@ -127,32 +127,20 @@ fn device_entry(
     body_fn: &Ident,
     generic_args: TokenStream,
 ) -> TokenStream {
-    let mut inputs = Vec::new();
-    let mut args = Vec::new();
-    for p in params {
+    let inputs = params.iter().map(|p| {
         let (ptr, len) = raw_names(p);
         let (pname, ty, elem) = (&p.name, &p.ty, &p.elem);
         match p.passing {
-            Passing::Value => {
-                inputs.push(quote! { #pname: #ty });
-                args.push(quote! { #pname });
-                continue;
-            }
+            Passing::Value => quote! { #pname: #ty },
             Passing::Slice | Passing::Ref | Passing::PtrConst => {
-                inputs.push(quote! { #ptr: *const #elem, #len: usize })
+                quote! { #ptr: *const #elem, #len: usize }
             }
             Passing::SliceMut | Passing::PtrMut | Passing::Atomic => {
-                inputs.push(quote! { #ptr: *mut #elem, #len: usize })
+                quote! { #ptr: *mut #elem, #len: usize }
             }
         }
-        args.push(match p.passing {
-            Passing::Atomic => quote! { ::offload::Atomic::slice_from_raw(#ptr, #len) },
-            Passing::Slice => quote! { ::offload::__device::slice_from_raw(#ptr, #len) },
-            Passing::SliceMut => quote! { ::offload::ThreadSlice::from_raw_parts(#ptr, #len) },
-            Passing::Ref => quote! { &*#ptr },
-            _ => quote! { #ptr },
-        });
-    }
+    });
+    let args = body_args(params);
     quote! {
         #[cfg(target_arch = "nvptx64")]
         #[doc(hidden)]
@@ -165,6 +153,56 @@ fn device_entry(
             unsafe { #body_fn::<#generic_args>(#(#args),*) }
         }
     }
+}
+
+/// The body's arguments, made from the raw parameters (each slice or pointee a pointer and a
+/// length, named by `raw_names`): the same on the device and in the host build.
+fn body_args(params: &[Param]) -> Vec<TokenStream> {
+    params
+        .iter()
+        .map(|p| {
+            let (ptr, len) = raw_names(p);
+            let pname = &p.name;
+            match p.passing {
+                Passing::Value => quote! { #pname },
+                Passing::Atomic => quote! { ::offload::Atomic::slice_from_raw(#ptr, #len) },
+                Passing::Slice => quote! { ::offload::__device::slice_from_raw(#ptr, #len) },
+                Passing::SliceMut => quote! { ::offload::ThreadSlice::from_raw_parts(#ptr, #len) },
+                Passing::Ref => quote! { &*#ptr },
+                Passing::PtrConst | Passing::PtrMut => quote! { #ptr },
+            }
+        })
+        .collect()
+}
+
+/// Statements of the host build that read the raw parameters from the launch's packed ones
+/// (`args`), in the device entry's order: a value by its type, a slice or pointee as a host
+/// address word and a length word.
+fn host_reads(params: &[Param]) -> Vec<TokenStream> {
+    let mut index = 0usize;
+    params
+        .iter()
+        .map(|p| {
+            let (ptr, len) = raw_names(p);
+            let (pname, elem) = (&p.name, &p.elem);
+            let at = index;
+            if p.passing == Passing::Value {
+                index += 1;
+                return quote! { let #pname = args.read::<#elem>(#at); };
+            }
+            index += 2;
+            let len_at = at + 1;
+            let read_ptr = quote! { let #ptr = args.host_pointer::<#elem>(#at); };
+            match p.passing {
+                // A pointee is one element: its length word goes unread.
+                Passing::Ref | Passing::PtrConst | Passing::PtrMut => read_ptr,
+                _ => quote! {
+                    #read_ptr
+                    let #len = args.read::<u64>(#len_at) as usize;
+                },
+            }
+        })
+        .collect()
 }
 
 /// A generic kernel's entry for one instance, in a module where each generic parameter is an
@@ -321,18 +359,8 @@ fn expand_host(
             },
         }
     }).collect();
-    let host_args = params.iter().enumerate().map(|(i, p)| {
-        let elem = &p.elem;
-        match p.passing {
-            Passing::Value => quote! { args[#i].read_value::<#elem>() },
-            Passing::Atomic => quote! { args[#i].as_atomics::<#elem>() },
-            Passing::Slice => quote! { args[#i].as_slice::<#elem>() },
-            Passing::SliceMut => quote! { args[#i].as_thread_slice::<#elem>() },
-            Passing::Ref => quote! { &args[#i].as_slice::<#elem>()[0] },
-            Passing::PtrConst => quote! { args[#i].as_slice::<#elem>().as_ptr() },
-            Passing::PtrMut => quote! { args[#i].as_thread_slice::<#elem>().as_mut_ptr() },
-        }
-    });
+    let host_reads = host_reads(params);
+    let host_args = body_args(params);
     let arity = params.len();
     let arity_msg = {
         // What a caller passes, as written (not the launcher's map-kind traits).
@@ -468,14 +496,21 @@ fn expand_host(
             #own_images
             #descriptor
 
-            /// Run one GPU thread of the kernel on the host.
+            /// The kernel's host build: runs one GPU thread on the host.
             ///
             /// # Safety
-            /// `args` must be the arguments of a launch of this kernel, built by `launch`.
-            #[allow(clippy::multiple_bound_locations)]
-            unsafe fn host_thread #impl_generics (args: &[::offload::__private::KernelArg<'_>]) #where_clause {
-                // SAFETY: the argument kinds and element types match `launch`'s, which built them.
-                unsafe { super::#body_fn #call_generics(#(#host_args),*) }
+            /// `args` must be the packed parameters of a launch of this kernel, built by `launch`
+            /// from its arguments, and every thread of the launch runs through the host
+            /// plugin's scheduler.
+            #[allow(clippy::multiple_bound_locations, non_snake_case)]
+            unsafe fn host_thread #impl_generics (args: &::offload::__private::PackedArgs) #where_clause {
+                // SAFETY: the parameters are those `launch` packed from this kernel's arguments:
+                // each value of its type, each slice or pointee as the host address and length
+                // of data borrowed for the launch, as the device entry takes them.
+                unsafe {
+                    #(#host_reads)*
+                    super::#body_fn #call_generics(#(#host_args),*)
+                }
             }
         }
     }

@@ -4,6 +4,7 @@
 
 use syn::{Error, FnArg, GenericArgument, Ident, Pat, PathArguments, Result, Type};
 
+#[derive(Clone, Copy, PartialEq, Eq)]
 pub enum Passing {
     /// Scalar or `DeviceCopy` struct, by value.
     Value,

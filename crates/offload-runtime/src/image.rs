@@ -31,71 +31,21 @@ impl ImageSet {
     pub fn has_kernel(&self, kernel: &str) -> bool {
         !self.images.is_empty() && self.kernels.contains(&kernel)
     }
-
-    /// The best image for an NVIDIA GPU of compute capability `major.minor`: a cubin for exactly
-    /// that architecture, else the newest PTX the GPU can compile.
-    pub fn best_for_cuda(&self, major: u32, minor: u32) -> Option<&DeviceImage> {
-        let device_sm = major * 10 + minor;
-        let cubin = self
-            .images
-            .iter()
-            .find(|i| i.format == ImageFormat::Cubin && sm_number(i.target) == Some(device_sm));
-        cubin.or_else(|| {
-            self.images
-                .iter()
-                .filter(|i| i.format == ImageFormat::Ptx)
-                .filter_map(|i| Some((sm_number(i.target)?, i)))
-                .filter(|(sm, _)| *sm <= device_sm)
-                .max_by_key(|(sm, _)| *sm)
-                .map(|(_, i)| i)
-        })
-    }
-}
-
-/// `"sm_90"` → 90 (`"sm_90a"` → 90).
-fn sm_number(target: &str) -> Option<u32> {
-    let digits: String = target
-        .strip_prefix("sm_")?
-        .chars()
-        .take_while(char::is_ascii_digit)
-        .collect();
-    digits.parse().ok()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    static IMAGES: [DeviceImage; 3] = [
-        DeviceImage {
-            format: ImageFormat::Cubin,
-            target: "sm_90",
-            bytes: b"cubin90",
-        },
-        DeviceImage {
+    static SET: ImageSet = ImageSet {
+        images: &[DeviceImage {
             format: ImageFormat::Ptx,
             target: "sm_70",
             bytes: b"ptx70",
-        },
-        DeviceImage {
-            format: ImageFormat::Ptx,
-            target: "sm_90",
-            bytes: b"ptx90",
-        },
-    ];
-    static SET: ImageSet = ImageSet {
-        images: &IMAGES,
+        }],
         kernels: &["saxpy"],
         unavailable: None,
     };
-
-    #[test]
-    fn picks_exact_cubin_then_newest_compatible_ptx() {
-        assert_eq!(SET.best_for_cuda(9, 0).unwrap().bytes, b"cubin90");
-        assert_eq!(SET.best_for_cuda(10, 0).unwrap().bytes, b"ptx90");
-        assert_eq!(SET.best_for_cuda(8, 0).unwrap().bytes, b"ptx70");
-        assert!(SET.best_for_cuda(6, 1).is_none());
-    }
 
     #[test]
     fn knows_its_kernels() {

@@ -1,8 +1,7 @@
 //! What the last launch on this thread did: bytes moved and where the time went. For benchmarks
 //! and for checking that data moved as expected.
 
-use crate::device::Device;
-use crate::launch::Shape;
+use crate::backend::Shape;
 use offload_kernel::Dim3;
 use std::cell::RefCell;
 use std::time::Duration;
@@ -24,10 +23,10 @@ pub struct LaunchReport {
 
 impl LaunchReport {
     /// The report of a launch of `kernel` on `device` in `shape`, before anything is measured.
-    pub(crate) fn new(kernel: &'static str, device: &Device, shape: Shape) -> Self {
+    pub(crate) fn new(kernel: &'static str, device: &str, shape: Shape) -> Self {
         LaunchReport {
             kernel,
-            device: device.name().to_string(),
+            device: device.to_string(),
             grid: Some(shape.grid),
             block: Some(shape.block),
             ..LaunchReport::default()

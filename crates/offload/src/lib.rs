@@ -145,7 +145,9 @@ macro_rules! embed_images {
 #[doc(hidden)]
 #[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
 pub mod __private {
-    pub use offload_runtime::kernel::{launch, Kernel, KernelArg};
+    pub use offload_runtime::backend::PackedArgs;
+    pub use offload_runtime::kernel::{Kernel, KernelArg};
+    pub use offload_runtime::launch::launch;
     pub use offload_runtime::stream::enqueue;
 }
 
