@@ -179,7 +179,11 @@ pub fn device_vec_copies_part(device: &Device) {
     let e = xd.copy_from_host_at(N - 36, &row).unwrap_err();
     assert_eq!(
         e.to_string(),
-        format!("DeviceVec::copy_from_host_at: elements {}..{} are out of range: it holds {N}", N - 36, N + 1)
+        format!(
+            "DeviceVec::copy_from_host_at: elements {}..{} are out of range: it holds {N}",
+            N - 36,
+            N + 1
+        )
     );
     let mut untouched = vec![7.0f32; 2];
     let e = xd.copy_to_host_at(usize::MAX, &mut untouched).unwrap_err();
