@@ -81,10 +81,12 @@ impl Device {
         })
     }
 
+    /// The name the plugin gives it (`NVIDIA H200`, `host CPU (16 threads)`).
     pub fn name(&self) -> &str {
         self.backend().name()
     }
 
+    /// The plugin that runs it.
     pub fn kind(&self) -> BackendKind {
         self.backend().kind()
     }
@@ -94,6 +96,7 @@ impl Device {
         self.backend().ordinal()
     }
 
+    /// Whether it is a GPU (anything but the host CPU).
     pub fn is_gpu(&self) -> bool {
         self.kind() != BackendKind::Host
     }

@@ -14,6 +14,7 @@ use std::marker::PhantomData;
 use std::mem::size_of;
 use std::time::Instant;
 
+/// `len` elements of `T` in one device's memory, freed on drop (see the module docs).
 pub struct DeviceVec<T: DeviceCopy> {
     device: Device,
     /// `len` elements at `ptr` (null when empty).
@@ -69,14 +70,17 @@ impl<T: DeviceCopy> DeviceVec<T> {
         Ok(v)
     }
 
+    /// Number of elements.
     pub fn len(&self) -> usize {
         self.len
     }
 
+    /// Whether it holds no element.
     pub fn is_empty(&self) -> bool {
         self.len == 0
     }
 
+    /// The device whose memory holds it.
     pub fn device(&self) -> &Device {
         &self.device
     }

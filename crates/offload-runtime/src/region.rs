@@ -84,6 +84,7 @@ enum Kind {
 }
 
 impl<'data> Region<'data> {
+    /// The device the region maps data on.
     pub fn device(&self) -> &Device {
         &self.device
     }
@@ -288,10 +289,12 @@ impl<'r, T: DeviceCopy> Mapped<'r, T> {
         }
     }
 
+    /// Number of elements mapped.
     pub fn len(&self) -> usize {
         self.len
     }
 
+    /// Whether it maps no element.
     pub fn is_empty(&self) -> bool {
         self.len == 0
     }
@@ -319,10 +322,12 @@ unsafe impl<T: Send> Send for MappedMut<'_, T> {}
 unsafe impl<T: Sync> Sync for MappedMut<'_, T> {}
 
 impl<T: DeviceCopy> MappedMut<'_, T> {
+    /// Number of elements mapped.
     pub fn len(&self) -> usize {
         self.len
     }
 
+    /// Whether it maps no element.
     pub fn is_empty(&self) -> bool {
         self.len == 0
     }

@@ -153,6 +153,7 @@ impl Queue {
 }
 
 impl<'scope> Stream<'scope> {
+    /// The device the stream queues work on.
     pub fn device(&self) -> &Device {
         &self.queue.device
     }

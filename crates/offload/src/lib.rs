@@ -63,6 +63,7 @@
 //! they use stays borrowed until then; [`DeviceSlice`]s keep data on the device between queued
 //! kernels.
 #![cfg_attr(any(target_arch = "nvptx64", target_arch = "amdgpu"), no_std)]
+#![warn(missing_docs)]
 
 pub use offload_kernel::*;
 /// Launch with the syntax of rustc nightly's `core::offload::offload!` (see the macro's docs).

@@ -35,7 +35,9 @@ pub type Discover = fn() -> Result<Vec<Arc<dyn Backend>>, String>;
 
 /// One plugin as discovery sees it.
 pub struct Plugin {
+    /// The plugin's name in messages (`CUDA`, `host`).
     pub name: &'static str,
+    /// Finds its devices.
     pub discover: Discover,
     /// Whether its devices are GPUs (`OFFLOAD_BACKEND=host` skips those).
     pub gpu: bool,
@@ -74,14 +76,18 @@ pub(crate) fn discover_all(gpus: bool) -> (Vec<Arc<dyn Backend>>, Vec<String>) {
 /// Which plugin runs a device.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum BackendKind {
+    /// The host CPU, which runs each kernel's host build.
     Host,
+    /// An NVIDIA GPU through the CUDA driver.
     Cuda,
 }
 
 /// A device's memory, in bytes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct MemoryInfo {
+    /// Bytes free now.
     pub free: usize,
+    /// Bytes in all.
     pub total: usize,
 }
 
@@ -98,6 +104,7 @@ pub struct DevicePtr(pub u64);
 /// `synchronize` into `KernelFailed`, naming the kernel.
 pub trait Backend: Send + Sync + 'static {
     // --- The device.
+    /// Which plugin this is.
     fn kind(&self) -> BackendKind;
     /// The name users see, unique among the process's devices.
     fn name(&self) -> &str;
