@@ -1,9 +1,10 @@
 //! How to install each piece of the device toolchain: the build pass's warning and
 //! `cargo offload doctor` name the same commands.
 
-/// A rustc that builds `core` for nvptx64.
-pub const DEVICE_RUSTC: &str = "apt-get install rustc-web rust-web-src (Debian), or rustup \
-                                toolchain install nightly -c rust-src -c llvm-tools";
+/// A rustc that builds `core` for nvptx64, with LLVM tools to match (without a rustc, neither is
+/// there).
+pub const DEVICE_RUSTC: &str = "apt-get install rustc-web rust-web-src llvm-22 (Debian), or \
+                                rustup toolchain install nightly -c rust-src -c llvm-tools";
 
 /// LLVM's `llvm-link`, `opt` and `llc` able to read the bitcode of a rustc built with LLVM
 /// `llvm_major`.
