@@ -62,6 +62,7 @@ pub struct Kernels {
     /// More source files compiled for the device, each as a module of its own.
     modules: Vec<PathBuf>,
     panic_reporting: bool,
+    fma_contraction: bool,
 }
 
 /// What [`Kernels::build`] produced.
@@ -86,6 +87,7 @@ impl Kernels {
             dependencies: Vec::new(),
             modules: Vec::new(),
             panic_reporting: true,
+            fma_contraction: false,
         }
     }
 
@@ -95,6 +97,15 @@ impl Kernels {
     /// launch; the `panic_overhead` benchmark measures what that is worth.
     pub fn panic_reporting(mut self, on: bool) -> Self {
         self.panic_reporting = on;
+        self
+    }
+
+    /// Whether the device may fuse float multiplies and adds into FMAs in every kernel of the
+    /// module, as nvcc does by default (off by default; `#[offload::kernel(fma)]` opts in one
+    /// kernel). An FMA rounds once where Rust rounds twice, so results may differ in the last
+    /// bits from the host backend's, which keeps Rust's arithmetic: compare them with a tolerance.
+    pub fn fma_contraction(mut self, on: bool) -> Self {
+        self.fma_contraction = on;
         self
     }
 
@@ -500,10 +511,16 @@ fn device_pass(
         .unwrap_or_else(|e| panic!("offload-build: cannot create {}: {e}", images_dir.display()));
     let cargo = env::var_os("CARGO").map_or_else(|| PathBuf::from("cargo"), PathBuf::from);
     let mut images = Vec::new();
-    let panic_reporting = kernels.panic_reporting;
+    let (panic_reporting, fma_contraction) = (kernels.panic_reporting, kernels.fma_contraction);
     let mut kernels: Vec<String> = Vec::new();
     for arch in archs {
-        let rustflags = device_rustflags(arch, &linker, manifest_dir, panic_reporting);
+        let rustflags = device_rustflags(
+            arch,
+            &linker,
+            manifest_dir,
+            panic_reporting,
+            fma_contraction,
+        );
         let built = build_device_crate(tc, &cargo, &gen, kernels_file, arch, &rustflags);
         let ptx_bytes = fs::read(&built)
             .unwrap_or_else(|e| panic!("offload-build: cannot read {}: {e}", built.display()));
@@ -538,6 +555,7 @@ fn device_rustflags(
     linker: &Path,
     manifest_dir: &Path,
     panic_reporting: bool,
+    fma_contraction: bool,
 ) -> String {
     // Panic locations name files relative to the package (`src/kernels.rs`), not by the build
     // machine's absolute paths: shorter in the image and in kernel panic errors.
@@ -549,6 +567,10 @@ fn device_rustflags(
     if !panic_reporting {
         // offload-kernel's panic handler then just ends the thread, with no record to check.
         flags.push_str("\x1f--cfg\x1foffload_panic_reporting_off");
+    }
+    if fma_contraction {
+        // Read by the link script, which runs llc (a flag change also makes cargo relink).
+        flags.push_str("\x1f-Clink-arg=--fma-contraction");
     }
     flags
 }
@@ -832,7 +854,8 @@ mod tests {
 
     #[test]
     fn panic_reporting_off_is_a_cfg_of_the_device_build() {
-        let flags = |on| device_rustflags("sm_90", Path::new("/g/link"), Path::new("/p"), on);
+        let flags =
+            |on| device_rustflags("sm_90", Path::new("/g/link"), Path::new("/p"), on, false);
         let on: Vec<String> = flags(true).split('\x1f').map(String::from).collect();
         assert_eq!(
             on,
@@ -847,5 +870,12 @@ mod tests {
             off.ends_with("\x1f--cfg\x1foffload_panic_reporting_off"),
             "{off:?}"
         );
+    }
+
+    #[test]
+    fn fma_contraction_is_a_link_argument() {
+        let flags = |fma| device_rustflags("sm_90", Path::new("/g/link"), Path::new("/p"), true, fma);
+        assert!(!flags(false).contains("fma"));
+        assert!(flags(true).ends_with("\x1f-Clink-arg=--fma-contraction"));
     }
 }

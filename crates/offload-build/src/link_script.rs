@@ -60,6 +60,7 @@ out=
 cpu=
 features=
 olevel=3
+fp_contract=off
 # The panic record and its host-flag pointer are looked up by name at run time: always keep them,
 # whether or not rustc lists a dependency's #[no_mangle] statics.
 exports=OFFLOAD_PANIC_RECORD,OFFLOAD_PANIC_FLAG_PTR
@@ -81,6 +82,8 @@ while [ $# -gt 0 ]; do
         -O0|-O1|-O2|-O3|-Os|-Oz) olevel=${1#-O}; shift ;;
         # "Keep debug info": rustc sends it whenever stripping is off; nothing to do.
         --debug) shift ;;
+        # offload-build's Kernels::fma_contraction(true), passed as a link argument.
+        --fma-contraction) fp_contract=fast; shift ;;
         -*) fail "unexpected argument $1" ;;
         *)
             n=$((n + 1))
@@ -130,9 +133,19 @@ esac
 # Everything but the exports becomes internal, so the optimizer can inline and drop it.
 # (opt rejects -O3 next to -passes, hence default<O3> in the pipeline.)
 "$OPT" "--internalize-public-api-list=$exports" "-passes=internalize,default<O$olevel>" \
-    "$work/linked.bc" -o "$work/opt.bc" || fail "opt failed"
+    "$work/linked.bc" -S -o "$work/opt.ll" || fail "opt failed"
+
+# Kernels marked #[offload::kernel(fma)] sit in section .offload.fma: their float multiplies,
+# adds and subtracts (with everything inlined into them) get LLVM's `contract` flag, which lets
+# llc fuse them into FMAs; the section itself is dropped.
+awk '
+    /^define / { fma = index($0, "section \".offload.fma\"") > 0 }
+    fma && /^  %[^ ]* = f(mul|add|sub) / { sub(/ = f(mul|add|sub) /, "& contract "); sub(/  contract /, " contract ") }
+    { sub(/ section "\.offload\.fma"/, ""); print }
+    /^}/ { fma = 0 }
+' "$work/opt.ll" > "$work/contracted.ll" || fail "awk failed"
 "$LLC" -mtriple=nvptx64-nvidia-cuda ${cpu:+"-mcpu=$cpu"} ${features:+"-mattr=$features"} \
-    "-O$llc_olevel" "$work/opt.bc" -o "$out" || fail "llc failed"
+    "-O$llc_olevel" "-fp-contract=$fp_contract" "$work/contracted.ll" -o "$out" || fail "llc failed"
 "#;
 
 #[cfg(test)]
@@ -209,8 +222,8 @@ mod tests {
                 "link -S W/objects.bc -o W/objects.ll",
                 "link W/objects.bc W/shared.ll -o W/main.bc",
                 "link --ignore-non-bitcode --only-needed W/main.bc W/lib1002.a -o W/linked.bc",
-                "opt --internalize-public-api-list=OFFLOAD_PANIC_RECORD,OFFLOAD_PANIC_FLAG_PTR,saxpy,stencil -passes=internalize,default<O3> W/linked.bc -o W/opt.bc",
-                &format!("llc -mtriple=nvptx64-nvidia-cuda -mcpu=sm_90 -O3 W/opt.bc -o {}", out.display()),
+                "opt --internalize-public-api-list=OFFLOAD_PANIC_RECORD,OFFLOAD_PANIC_FLAG_PTR,saxpy,stencil -passes=internalize,default<O3> W/linked.bc -S -o W/opt.ll",
+                &format!("llc -mtriple=nvptx64-nvidia-cuda -mcpu=sm_90 -O3 -fp-contract=off W/contracted.ll -o {}", out.display()),
             ]
         );
         // A target the script cannot handle is refused.

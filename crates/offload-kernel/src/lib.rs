@@ -17,10 +17,12 @@ mod arith;
 mod atomic;
 mod device_copy;
 mod fence;
+mod grid;
 #[cfg(not(target_arch = "nvptx64"))]
 pub mod host_block;
 mod index;
 pub mod math;
+mod mine_with;
 #[doc(hidden)]
 pub mod panic_record;
 mod shared;
@@ -32,6 +34,7 @@ mod wide;
 pub use atomic::Atomic;
 pub use device_copy::DeviceCopy;
 pub use fence::{fence_block, fence_device, fence_system};
+pub use grid::{Grid2, Grid3, Window2, Window3};
 /// The `half` crate (`f16`, `bf16`), whose types are `DeviceCopy`: kernels can use it as
 /// `offload::half` without a dependency of their own.
 pub use half;
@@ -43,6 +46,7 @@ pub use index::{
 };
 pub use shared::{dynamic_shared, SharedSlice, SHARED_ALIGN};
 pub use sync::sync_threads;
+pub use mine_with::MineWith;
 pub use thread_slice::{MineIter, ThreadSlice};
 pub use warp::{
     ballot, lane_id, shuffle, shuffle_down, shuffle_up, shuffle_xor, sync_warp, vote_all, vote_any,
@@ -57,16 +61,20 @@ pub fn __host_static_shared(site: &'static u8, bytes: usize) -> *mut u8 {
     host_block::static_shared(site, bytes)
 }
 
-/// Rebuild a read-only slice parameter from the (pointer, length) pair of the device ABI.
+/// The read-only slice behind a kernel's `(pointer, length)` parameter pair, null for no bytes
+/// (the device entry receives the pointer as `Option<&[T; 0]>`, which carries `noalias readonly`).
 ///
 /// # Safety
-/// For `len > 0`, `ptr..ptr+len` must be valid, initialised and unchanged for `'a`.
+/// For `len > 0` and a non-zero-sized `T`, `len` elements from `ptr` must be valid, initialised
+/// and unchanged for the returned lifetime.
 #[doc(hidden)]
 #[inline(always)]
-pub unsafe fn slice_from_raw<'a, T>(ptr: *const T, len: usize) -> &'a [T] {
-    if len == 0 {
-        &[]
-    } else {
-        core::slice::from_raw_parts(ptr, len)
-    }
+pub unsafe fn entry_slice<'a, T>(ptr: *const T, len: usize) -> &'a [T] {
+    // Null becomes the dangling address `align_of::<T>()`, which a slice of no bytes may have.
+    // It is computed from the pointer itself, not chosen between it and a constant, so that the
+    // compiler still sees every load as based on the `noalias readonly` parameter, the
+    // condition for the non-coherent cache.
+    let ptr = ptr.map_addr(|a| a | ((a == 0) as usize * core::mem::align_of::<T>()));
+    // SAFETY: per the contract; with no bytes to read, any non-null aligned pointer will do.
+    unsafe { core::slice::from_raw_parts(ptr, len) }
 }

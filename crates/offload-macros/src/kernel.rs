@@ -9,7 +9,8 @@
 //!   launcher is generic too, bounded by a trait that only its declared instances implement, so
 //!   launching an instance that was not compiled for the device does not compile.
 
-use crate::instances::{self, Binding, Declared, Instance};
+use crate::instances::{self, Binding, Instance};
+use crate::options::KernelOptions;
 use crate::params::{self, Param, Passing};
 use proc_macro2::TokenStream;
 use quote::{format_ident, quote};
@@ -28,7 +29,7 @@ pub enum Images {
 }
 
 pub fn expand(attr: TokenStream, item: TokenStream, images: Images) -> Result<TokenStream> {
-    let declared: Declared = syn::parse2(attr)?;
+    let options: KernelOptions = syn::parse2(attr)?;
     let func: ItemFn = syn::parse2(item)?;
     check_signature(&func)?;
     let params = func
@@ -37,7 +38,8 @@ pub fn expand(attr: TokenStream, item: TokenStream, images: Images) -> Result<To
         .iter()
         .map(params::parse)
         .collect::<Result<Vec<_>>>()?;
-    let instances = instances::resolve(&func.sig.ident, &func.sig.generics, declared)?;
+    let instances = instances::resolve(&func.sig.ident, &func.sig.generics, options.instances)?;
+    let fma = options.fma.is_some();
 
     let name = &func.sig.ident;
     let body_fn = format_ident!("__offload_body_{}", name);
@@ -45,11 +47,11 @@ pub fn expand(attr: TokenStream, item: TokenStream, images: Images) -> Result<To
     let body = expand_body(&func, &params, &body_fn);
     let device_entries = if instances.is_empty() {
         let entry = format_ident!("__offload_entry_{}", name);
-        device_entry(&params, &name.to_string(), &entry, &body_fn, quote! {})
+        device_entry(&params, &name.to_string(), &entry, &body_fn, quote! {}, fma)
     } else {
         instances
             .iter()
-            .map(|i| instance_entry(&func, &params, &body_fn, i))
+            .map(|i| instance_entry(&func, &params, &body_fn, i, fma))
             .collect()
     };
     let host = expand_host(&func, &params, &body_fn, &instances, images);
@@ -126,13 +128,20 @@ fn device_entry(
     entry: &Ident,
     body_fn: &Ident,
     generic_args: TokenStream,
+    fma: bool,
 ) -> TokenStream {
     let inputs = params.iter().map(|p| {
         let (ptr, len) = raw_names(p);
         let (pname, ty, elem) = (&p.name, &p.ty, &p.elem);
         match p.passing {
             Passing::Value => quote! { #pname: #ty },
-            Passing::Slice | Passing::Ref | Passing::PtrConst => {
+            // A read-only slice arrives as a shared reference to zero elements: rustc marks such
+            // a parameter `noalias readonly`, which lets LLVM load through it with the
+            // non-coherent cache (`ld.global.nc`), as nvcc does for `const T* __restrict__`. The
+            // runtime passes null (`None`) or an address aligned for `T`, and nothing writes
+            // the memory during the launch.
+            Passing::Slice => quote! { #ptr: Option<&[#elem; 0]>, #len: usize },
+            Passing::Ref | Passing::PtrConst => {
                 quote! { #ptr: *const #elem, #len: usize }
             }
             Passing::SliceMut | Passing::PtrMut | Passing::Atomic => {
@@ -141,15 +150,25 @@ fn device_entry(
         }
     });
     let args = body_args(params);
+    // The body takes raw pointers, as in the host build (`None` is null: the same bits).
+    let slice_pointers = params.iter().filter(|p| p.passing == Passing::Slice).map(|p| {
+        let (ptr, _) = raw_names(p);
+        quote! { let #ptr = #ptr.map_or(::core::ptr::null(), |p| p.as_ptr()); }
+    });
+    // The device linker lets the float arithmetic of entries in this section contract into FMAs
+    // (and drops the section).
+    let fma_section = fma.then(|| quote! { #[link_section = ".offload.fma"] });
     quote! {
         #[cfg(target_arch = "nvptx64")]
         #[doc(hidden)]
+        #fma_section
         #[export_name = #export]
         #[allow(non_snake_case, improper_ctypes_definitions, clippy::too_many_arguments)]
         pub unsafe extern "ptx-kernel" fn #entry(#(#inputs),*) {
             // SAFETY: the runtime passes each slice as the device copy of a host slice of
             // exactly this length, each `&T` and raw pointer as the device copy of one `T`, and
             // one output buffer per `&mut [T]` parameter.
+            #(#slice_pointers)*
             unsafe { #body_fn::<#generic_args>(#(#args),*) }
         }
     }
@@ -166,7 +185,7 @@ fn body_args(params: &[Param]) -> Vec<TokenStream> {
             match p.passing {
                 Passing::Value => quote! { #pname },
                 Passing::Atomic => quote! { ::offload::Atomic::slice_from_raw(#ptr, #len) },
-                Passing::Slice => quote! { ::offload::__device::slice_from_raw(#ptr, #len) },
+                Passing::Slice => quote! { ::offload::__device::entry_slice(#ptr, #len) },
                 Passing::SliceMut => quote! { ::offload::ThreadSlice::from_raw_parts(#ptr, #len) },
                 Passing::Ref => quote! { &*#ptr },
                 Passing::PtrConst | Passing::PtrMut => quote! { #ptr },
@@ -212,6 +231,7 @@ fn instance_entry(
     params: &[Param],
     body_fn: &Ident,
     inst: &Instance,
+    fma: bool,
 ) -> TokenStream {
     let name = &func.sig.ident;
     let module = format_ident!("__offload_instance_{}__{}", name, inst.suffix);
@@ -231,6 +251,7 @@ fn instance_entry(
         &entry,
         &body_path,
         quote! { #(#params_in_order),* },
+        fma,
     );
     quote! {
         #[cfg(target_arch = "nvptx64")]

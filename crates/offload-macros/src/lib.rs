@@ -6,6 +6,7 @@ mod device_copy;
 mod instances;
 mod kernel;
 mod offload_macro;
+mod options;
 mod params;
 
 use proc_macro::TokenStream;
@@ -26,6 +27,11 @@ use proc_macro::TokenStream;
 /// combination, each exported as `NAME__f32__2` and so on. Its launcher is generic, and launching
 /// an instance that is not listed is a compile error. A kernel whose one type parameter has only
 /// marker bounds (`T: Copy`) needs no list: every primitive `DeviceCopy` type is built.
+///
+/// `#[offload::kernel(fma)]` lets the device fuse the kernel's float multiplies and adds into
+/// FMAs, as nvcc does by default: faster, and one rounding instead of two, so the results may
+/// differ in the last bits from the host backend's (which keeps Rust's separate roundings).
+/// `offload_build::Kernels::fma_contraction(true)` does the same for a whole kernels module.
 ///
 /// Generated next to the function, on the host: `fn NAME(args…) -> offload::Result<()>`, which
 /// launches with a grid sized from the data on the default device, and a module `NAME` with

@@ -125,7 +125,7 @@ pub mod prelude {
     pub use offload_kernel::{
         block_dim, block_idx, dynamic_shared, fence_block, fence_device, fence_system, global_id,
         global_threads, grid_dim, grid_stride, sync_threads, thread_idx, Atomic, DeviceCopy, Dim3,
-        SharedSlice, ThreadSlice, WideElement,
+        Grid2, Grid3, SharedSlice, ThreadSlice, WideElement, Window2, Window3,
     };
     pub use offload_macros::DeviceCopy;
 }
@@ -157,5 +157,5 @@ pub mod __private {
 pub mod __device {
     #[cfg(target_arch = "nvptx64")]
     pub use offload_kernel::panic_record::record_panic;
-    pub use offload_kernel::slice_from_raw;
+    pub use offload_kernel::entry_slice;
 }
