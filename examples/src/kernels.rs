@@ -107,6 +107,7 @@ pub fn jacobi2d(width: u32, height: u32, input: &[f32], output: &mut [f32]) {
 
 pub mod atomics;
 pub mod streams;
+pub mod views;
 pub mod warps;
 
 /// `y = a * x + y` in any precision: one generic kernel, one device entry per declared element

@@ -1,7 +1,8 @@
 //! The device pass of `offload`, run from the `main` of a crate's `build.rs`:
 //!
 //! ```no_run
-//! offload_build::Kernels::new("src/kernels.rs").build();
+//! // build.rs (and `offload-build` in [build-dependencies], `offload` in [dependencies])
+//! fn main() { offload_build::Kernels::new("src/kernels.rs").build(); }
 //! ```
 //!
 //! It compiles the kernels module for `nvptx64-nvidia-cuda` with a nested `cargo build`
@@ -19,6 +20,8 @@
 //! - `OFFLOAD_LLVM_BIN`: directory with `llvm-link`, `opt` and `llc`.
 //! - `OFFLOAD_PTXAS`: the `ptxas` to use (`none`: no cubins); `OFFLOAD_REQUIRE_CUBIN=1`: fail
 //!   when there is no `ptxas`.
+// The crate example is a whole build script, `fn main` included, as the README shows it.
+#![allow(clippy::needless_doctest_main)]
 
 mod child_env;
 pub mod image_record;
@@ -126,6 +129,7 @@ impl Kernels {
     /// the versions the host build uses.
     ///
     /// ```no_run
+    /// // build.rs
     /// offload_build::Kernels::new("src/kernels.rs")
     ///     .dependency("num-traits", r#"{ version = "0.2", default-features = false }"#)
     ///     .build();
@@ -874,7 +878,8 @@ mod tests {
 
     #[test]
     fn fma_contraction_is_a_link_argument() {
-        let flags = |fma| device_rustflags("sm_90", Path::new("/g/link"), Path::new("/p"), true, fma);
+        let flags =
+            |fma| device_rustflags("sm_90", Path::new("/g/link"), Path::new("/p"), true, fma);
         assert!(!flags(false).contains("fma"));
         assert!(flags(true).ends_with("\x1f-Clink-arg=--fma-contraction"));
     }

@@ -15,6 +15,7 @@ extern crate std;
 
 mod arith;
 mod atomic;
+mod block_tiles;
 mod device_copy;
 mod fence;
 mod grid;
@@ -25,13 +26,16 @@ pub mod math;
 mod mine_with;
 #[doc(hidden)]
 pub mod panic_record;
+mod scatter;
 mod shared;
+mod shared_atomic;
 mod sync;
 mod thread_slice;
 mod warp;
 mod wide;
 
 pub use atomic::Atomic;
+pub use block_tiles::{BlockTileIter, BlockTiles, Tile, TileMineIter};
 pub use device_copy::DeviceCopy;
 pub use fence::{fence_block, fence_device, fence_system};
 pub use grid::{Grid2, Grid3, Window2, Window3};
@@ -44,9 +48,10 @@ pub use index::{
     block_dim, block_idx, global_id, global_threads, grid_dim, grid_stride, thread_idx, Dim3,
     GridStride,
 };
+pub use mine_with::MineWith;
+pub use scatter::{Scatter, ScatterIndex, Scattered};
 pub use shared::{dynamic_shared, SharedSlice, SHARED_ALIGN};
 pub use sync::sync_threads;
-pub use mine_with::MineWith;
 pub use thread_slice::{MineIter, ThreadSlice};
 pub use warp::{
     ballot, lane_id, shuffle, shuffle_down, shuffle_up, shuffle_xor, sync_warp, vote_all, vote_any,

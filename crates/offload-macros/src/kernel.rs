@@ -44,7 +44,7 @@ pub fn expand(attr: TokenStream, item: TokenStream, images: Images) -> Result<To
     let name = &func.sig.ident;
     let body_fn = format_ident!("__offload_body_{}", name);
 
-    let body = expand_body(&func, &params, &body_fn);
+    let body = expand_body(&func, &params, &body_fn)?;
     let device_entries = if instances.is_empty() {
         let entry = format_ident!("__offload_entry_{}", name);
         device_entry(&params, &name.to_string(), &entry, &body_fn, quote! {}, fma)
@@ -91,8 +91,9 @@ fn check_signature(func: &ItemFn) -> Result<()> {
     Ok(())
 }
 
-/// The user's body with `&mut [T]` parameters seen as `ThreadSlice<T>`.
-fn expand_body(func: &ItemFn, params: &[Param], body_fn: &Ident) -> TokenStream {
+/// The user's body with `&mut [T]` parameters seen as `ThreadSlice<T>` (or the view their
+/// ownership attribute names).
+fn expand_body(func: &ItemFn, params: &[Param], body_fn: &Ident) -> Result<TokenStream> {
     let attrs = &func.attrs;
     let block = &func.block;
     let (generics, _, where_clause) = func.sig.generics.split_for_impl();
@@ -104,13 +105,25 @@ fn expand_body(func: &ItemFn, params: &[Param], body_fn: &Ident) -> TokenStream 
             _ => quote! { #name: #ty },
         }
     });
-    quote! {
+    let tiles = params
+        .iter()
+        .filter_map(|p| {
+            let (ownership, span) = p.ownership.as_ref()?;
+            Some(crate::ownership::convert(p, ownership, *span, params))
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let body = if tiles.is_empty() {
+        quote! { #block }
+    } else {
+        quote! {{ #(#tiles)* #block }}
+    };
+    Ok(quote! {
         #(#attrs)*
         #[doc(hidden)]
         #[inline(always)]
         #[allow(non_snake_case, unused_mut, clippy::too_many_arguments)]
-        fn #body_fn #generics (#(#inputs),*) #where_clause #block
-    }
+        fn #body_fn #generics (#(#inputs),*) #where_clause #body
+    })
 }
 
 /// Raw parameter names for the device ABI: slices and pointees travel as (pointer, length).
@@ -151,10 +164,13 @@ fn device_entry(
     });
     let args = body_args(params);
     // The body takes raw pointers, as in the host build (`None` is null: the same bits).
-    let slice_pointers = params.iter().filter(|p| p.passing == Passing::Slice).map(|p| {
-        let (ptr, _) = raw_names(p);
-        quote! { let #ptr = #ptr.map_or(::core::ptr::null(), |p| p.as_ptr()); }
-    });
+    let slice_pointers = params
+        .iter()
+        .filter(|p| p.passing == Passing::Slice)
+        .map(|p| {
+            let (ptr, _) = raw_names(p);
+            quote! { let #ptr = #ptr.map_or(::core::ptr::null(), |p| p.as_ptr()); }
+        });
     // The device linker lets the float arithmetic of entries in this section contract into FMAs
     // (and drops the section).
     let fma_section = fma.then(|| quote! { #[link_section = ".offload.fma"] });
@@ -296,7 +312,17 @@ fn expand_host(
     let name = &func.sig.ident;
     let name_str = name.to_string();
     let generic = !instances.is_empty();
-    let contract = pointer_contract(params);
+    // Raw pointers and scatter indices: what the caller vouches for.
+    let contract = match (
+        pointer_contract(params),
+        crate::ownership::scatter_contract(params),
+    ) {
+        (Some(p), Some(s)) => Some(format!(
+            "{p}\n\nAlso: {}",
+            s.trim_start_matches("# Safety\n")
+        )),
+        (p, s) => p.or(s),
+    };
     let unsafety = contract.as_ref().map(|_| quote! { unsafe });
     let contract_doc: Vec<&String> = contract.iter().collect();
     // Queued launches read and write their pointees until the stream's scope ends.

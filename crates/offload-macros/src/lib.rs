@@ -7,6 +7,7 @@ mod instances;
 mod kernel;
 mod offload_macro;
 mod options;
+mod ownership;
 mod params;
 
 use proc_macro::TokenStream;
@@ -43,17 +44,18 @@ pub fn kernel(attr: TokenStream, item: TokenStream) -> TokenStream {
         .into()
 }
 
-/// Launch a kernel with the syntax of rustc nightly's `core::offload::offload!`:
+/// Launch a kernel with the syntax of rustc nightly's `core::offload::offload!` (this example runs
+/// as a doctest of the `offload` crate's docs):
 ///
 /// ```ignore
 /// offload::offload! {
-///     kernel = kernels::saxpy,      // an #[offload::kernel] function
-///     workgroup_dim = [4096, 1, 1], // blocks in the grid (default [1, 1, 1])
-///     thread_dim = [256, 1, 1],     // threads per block (default [1, 1, 1])
-///     dyn_cache = 0,                // bytes of dynamic shared memory per block, a u32 (default 0)
-///     device = 0,                   // index into offload::devices() (default: the default device)
-///     args = (2.0f32, &x, &mut y),  // the kernel's arguments, as a tuple
-/// }
+///     kernel = kernels::saxpy,        // an #[offload::kernel] fn (required)
+///     workgroup_dim = [4096, 1, 1],   // workgroups = blocks in the grid (default [1, 1, 1])
+///     thread_dim = [256, 1, 1],       // threads per workgroup = per block (default [1, 1, 1])
+///     dyn_cache = 0,                  // bytes of dynamic shared memory per block, a u32 (default 0)
+///     device = 0,                     // index into offload::devices(), GPUs first, host last (default: the default device)
+///     args = (2.0f32, &x, &mut y),    // the kernel's arguments, a tuple (required)
+/// }?;
 /// ```
 /// Fields may come in any order; `kernel` and `args` are required. Evaluates to
 /// `offload::Result<()>`, like `KERNEL::launch`, which it calls.

@@ -8,7 +8,8 @@ use crate::backend::DevicePtr;
 use crate::device::Device;
 use crate::kernel::KernelArg;
 use crate::map::{InArg, OutArg};
-use crate::{trace, Error, Result};
+use crate::trace::{self, CopySource};
+use crate::{Error, Result};
 use offload_kernel::DeviceCopy;
 use std::marker::PhantomData;
 use std::mem::size_of;
@@ -120,7 +121,14 @@ impl<T: DeviceCopy> DeviceVec<T> {
         backend.synchronize()?;
         if !self.device.memory_is_host() {
             let id = self.device.id();
-            trace::copy_to_device(id, backend.name(), host, bytes, start.elapsed());
+            trace::copy_to_device(
+                id,
+                backend.name(),
+                host,
+                bytes,
+                start.elapsed(),
+                CopySource::DeviceVec,
+            );
         }
         Ok(())
     }

@@ -36,6 +36,16 @@ impl ImageSet {
     }
 }
 
+/// `"sm_90"` → 90 (`"sm_90a"` → 90).
+pub(crate) fn sm_number(target: &str) -> Option<u32> {
+    let digits: String = target
+        .strip_prefix("sm_")?
+        .chars()
+        .take_while(char::is_ascii_digit)
+        .collect();
+    digits.parse().ok()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

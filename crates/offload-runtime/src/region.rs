@@ -17,7 +17,8 @@ use crate::device::{default_device, Device};
 use crate::kernel::KernelArg;
 use crate::map::{HostSlice, HostSliceMut, InArg, OutArg};
 use crate::present::{self, Key};
-use crate::{trace, Error, Result};
+use crate::trace::{self, CopySource};
+use crate::{Error, Result};
 use offload_kernel::DeviceCopy;
 use std::marker::PhantomData;
 use std::mem::size_of;
@@ -29,17 +30,18 @@ const REGION: &str = "offload::region";
 
 /// Run `body` in a data region on the default device: what it maps through [`Region`] stays on
 /// the device until it returns (longer if an enclosing region mapped it too), and `from`/`tofrom`
-/// data is copied back at its final unmap if `body` returned `Ok`, not if it failed.
+/// data is copied back at its final unmap if `body` returned `Ok`, not if it failed (the example
+/// runs as a doctest of the `offload` crate's docs):
 ///
 /// ```ignore
-/// offload::region(|r| {
-///     let x = r.to(&x)?;
-///     let mut y = r.tofrom(&mut y)?;
+/// offload::region(|r| {                 // or offload::region_on(&device, |r| ...)
+///     let x = r.to(&x)?;                // copied in at the first map
+///     let mut y = r.tofrom(&mut y)?;    // copied in now, back when the region ends
 ///     for _ in 0..100 {
 ///         kernels::saxpy(2.0, &x, &mut y)?;   // nothing moves
 ///     }
 ///     Ok(())
-/// })?;                                       // y is copied back here, once
+/// })?;                                  // y is back on the host, copied once
 /// ```
 pub fn region<'data, R>(body: impl FnOnce(&Region<'data>) -> Result<R>) -> Result<R> {
     region_on(&default_device()?, body)
@@ -261,7 +263,14 @@ fn fill(
             // Complete before the map returns: a copy from page-locked memory is only queued, and
             // a region that launches nothing would otherwise hand the borrow back mid-copy.
             backend.synchronize()?;
-            trace::copy_to_device(device_id, backend.name(), host, bytes, start.elapsed());
+            trace::copy_to_device(
+                device_id,
+                backend.name(),
+                host,
+                bytes,
+                start.elapsed(),
+                CopySource::RegionMap,
+            );
             Ok(())
         }
         // SAFETY: `device` holds `bytes`.
@@ -382,6 +391,7 @@ impl<T: DeviceCopy> MappedMut<'_, T> {
                     self.host as *const u8,
                     bytes,
                     start.elapsed(),
+                    CopySource::RegionUpdate,
                 );
                 Ok(())
             }

@@ -15,7 +15,7 @@ use crate::kernel::{ArgData, KernelArg, OutKind};
 use crate::loaded::Entry;
 use crate::present::{self, Key};
 use crate::report::LaunchReport;
-use crate::trace::{self, LaunchSummary};
+use crate::trace::{self, CopySource, LaunchSummary};
 use crate::{Error, Result};
 use std::time::Instant;
 
@@ -76,7 +76,14 @@ impl Buffers<'_> {
             unsafe { backend.copy_to_device(device, host, bytes)? };
             if self.traced {
                 let time = start.elapsed();
-                trace::copy_to_device(self.device_id, backend.name(), host, bytes, time);
+                trace::copy_to_device(
+                    self.device_id,
+                    backend.name(),
+                    host,
+                    bytes,
+                    time,
+                    CopySource::LaunchArgument,
+                );
                 report.bytes_to_device += bytes;
             }
         } else {
