@@ -39,6 +39,7 @@ fn lists_the_images_and_kernels_the_runtime_embeds() {
         let format = match image.format {
             ImageFormat::Cubin => "cubin",
             ImageFormat::Ptx => "ptx",
+            ImageFormat::Spirv => "spirv",
         };
         let line = format!(
             "  image {format:<6} {:<8} {:>10} bytes",

@@ -12,6 +12,8 @@ pub enum ImageKind {
     Cubin,
     /// PTX text, which the CUDA driver compiles for the GPU it finds.
     Ptx,
+    /// A SPIR-V module for OpenCL devices (`OFFLOAD_SPIRV=1`).
+    Spirv,
 }
 
 impl ImageKind {
@@ -19,6 +21,7 @@ impl ImageKind {
         match self {
             ImageKind::Cubin => "Cubin",
             ImageKind::Ptx => "Ptx",
+            ImageKind::Spirv => "Spirv",
         }
     }
 
@@ -27,6 +30,7 @@ impl ImageKind {
         match self {
             ImageKind::Cubin => "cubin",
             ImageKind::Ptx => "ptx",
+            ImageKind::Spirv => "spirv",
         }
     }
 }
@@ -35,7 +39,7 @@ impl ImageKind {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ImageFile {
     pub kind: ImageKind,
-    /// The CUDA architecture it was built for, such as `sm_90`.
+    /// The architecture it was built for, such as `sm_90` (`spirv64-v1.4` for SPIR-V).
     pub arch: String,
     /// Absolute path of the file.
     pub path: PathBuf,
@@ -89,7 +93,7 @@ pub struct PlacedImage {
 /// back.
 ///
 /// Cubins should come first, so that the runtime tries ready machine code before asking the
-/// driver to compile PTX.
+/// driver to compile PTX (then SPIR-V).
 pub fn render(
     record: &Path,
     record_len: usize,

@@ -5,6 +5,9 @@ pub enum ImageFormat {
     Ptx,
     /// Machine code (from ptxas) for exactly `target`.
     Cubin,
+    /// A SPIR-V module (`target` `spirv64-v1.4`) for OpenCL devices, loaded with
+    /// `clCreateProgramWithIL`; built when `OFFLOAD_SPIRV=1`.
+    Spirv,
 }
 
 /// One compiled form of a crate's kernels, embedded by `offload::embed_images!`.
