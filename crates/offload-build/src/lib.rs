@@ -27,23 +27,26 @@
 #![allow(clippy::needless_doctest_main)]
 
 mod child_env;
+pub mod image_record;
 mod images;
+pub mod install_hints;
 mod link_script;
 mod spirv;
 mod toolchain;
 
-pub use images::{entry_names, render as render_images, ImageFile, ImageKind};
+pub use images::{entry_names, render as render_images, ImageFile, ImageKind, PlacedImage};
 /// Reading and checking SPIR-V images (the kernel ABI check the device pass runs).
 pub mod spirv_image {
     pub use crate::spirv::{check_kernel_abi, kernels, words, Param, SpirvKernel, Storage};
 }
-pub use toolchain::{find_device_toolchain, DeviceToolchain};
+pub use toolchain::{find_device_toolchain, find_lld, find_ptxas, DeviceToolchain, ToolchainError};
 
 use std::env;
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use image_record::{ImageRecord, RecordImage};
 use toolchain::NVPTX_TARGET;
 
 /// Every variable the pass reads, besides what cargo sets.
@@ -59,9 +62,6 @@ const WATCHED_ENV: &[&str] = &[
     "OFFLOAD_SPIRV_CXX",
     "OFFLOAD_SPIRV_VAL",
 ];
-
-const INSTALL_HINT: &str = "Install one: apt-get install rustc-web rust-web-src llvm-22 (Debian), \
-                            or rustup toolchain install nightly -c rust-src -c llvm-tools";
 
 /// Package name of the generated device crate; its PTX is named after it.
 const DEVICE_PACKAGE: &str = "offload-device-kernels";
@@ -231,9 +231,13 @@ impl Kernels {
         let archs = self.archs();
 
         let toolchain = if flag("OFFLOAD_DISABLE_DEVICE") {
-            Err("disabled by OFFLOAD_DISABLE_DEVICE".to_string())
+            Err((
+                "disabled by OFFLOAD_DISABLE_DEVICE".to_string(),
+                String::new(),
+            ))
         } else {
             find_device_toolchain()
+                .map_err(|e| (e.to_string(), format!(" Install: {}", e.install_hint())))
         };
         match toolchain {
             Ok(tc) => device_pass(
@@ -245,10 +249,10 @@ impl Kernels {
                 &out_dir,
                 &archs,
             ),
-            Err(reason) => {
+            Err((reason, fix)) => {
                 println!(
                     "cargo::warning=offload: no device toolchain ({reason}); kernels will run on \
-                     the host backend. {INSTALL_HINT}"
+                     the host backend.{fix}"
                 );
                 write_images(&out_dir, Vec::new(), Vec::new(), Some(reason))
             }
@@ -267,6 +271,11 @@ fn flag(name: &str) -> bool {
     env::var(name)
         .map(|v| !matches!(v.trim(), "" | "0" | "false"))
         .unwrap_or(false)
+}
+
+/// Whether `OFFLOAD_PTXAS` names a ptxas (rather than being unset or `none`).
+fn env_named_ptxas() -> bool {
+    env::var("OFFLOAD_PTXAS").is_ok_and(|p| !p.trim().is_empty() && p.trim() != "none")
 }
 
 /// `sm_<digits>` with an optional letter suffix (`sm_90a`, `sm_100f`): the value goes into flags
@@ -499,7 +508,16 @@ fn device_pass(
     );
     make_executable(&linker);
 
-    let ptxas = toolchain::find_ptxas();
+    let ptxas = match find_ptxas() {
+        Ok(p) => Some(p),
+        Err(why) => {
+            if env_named_ptxas() {
+                // A wrong path costs the cubin, not the build: the PTX still runs.
+                println!("cargo::warning=offload: {why}; no cubin is built");
+            }
+            None
+        }
+    };
     if ptxas.is_none() && flag("OFFLOAD_REQUIRE_CUBIN") {
         println!("cargo::warning=offload: OFFLOAD_REQUIRE_CUBIN is set but no ptxas was found");
         panic!(
@@ -516,7 +534,15 @@ fn device_pass(
     let (panic_reporting, fma_contraction) = (kernels.panic_reporting, kernels.fma_contraction);
     let mut kernels: Vec<String> = Vec::new();
     let build = |rustflags: &str, extra_args: &[&str], target_dir: &Path| {
-        build_device_crate(tc, &cargo, &gen, kernels_file, rustflags, extra_args, target_dir)
+        build_device_crate(
+            tc,
+            &cargo,
+            &gen,
+            kernels_file,
+            rustflags,
+            extra_args,
+            target_dir,
+        )
     };
     for arch in archs {
         let rustflags = device_rustflags(
@@ -560,7 +586,13 @@ fn device_pass(
             images_dir: &images_dir,
             cargo_build: &build,
             rustflags: &|linker: &Path| {
-                device_rustflags(&archs[0], linker, manifest_dir, panic_reporting, fma_contraction)
+                device_rustflags(
+                    &archs[0],
+                    linker,
+                    manifest_dir,
+                    panic_reporting,
+                    fma_contraction,
+                )
             },
         };
         match spirv::build_image(&spirv, &kernels) {
@@ -689,20 +721,70 @@ fn assemble(ptxas: &Path, arch: &str, ptx: &Path, cubin: &Path) {
     let _ = fs::remove_file(&tmp);
 }
 
+/// Writes the crate's image record (`$OUT_DIR/offload/images.bin`, cubins first) and the
+/// `offload_images.rs` that embeds it.
 fn write_images(
     out_dir: &Path,
     images: Vec<ImageFile>,
     kernels: Vec<String>,
     unavailable: Option<String>,
 ) -> Output {
-    let text = render_images(&images, &kernels, unavailable.as_deref());
+    // Ready machine code first, then what a driver compiles: cubins, PTX, SPIR-V.
+    let mut images = images;
+    images.sort_by_key(|i| match i.kind {
+        ImageKind::Cubin => 0,
+        ImageKind::Ptx => 1,
+        ImageKind::Spirv => 2,
+    });
+    let contents: Vec<Vec<u8>> = images
+        .iter()
+        .map(|i| {
+            fs::read(&i.path)
+                .unwrap_or_else(|e| panic!("offload-build: cannot read {}: {e}", i.path.display()))
+        })
+        .collect();
+    let crate_name = env::var("CARGO_PKG_NAME").unwrap_or_default();
+    let record = ImageRecord {
+        crate_name: &crate_name,
+        kernels: kernels.iter().map(String::as_str).collect(),
+        images: images
+            .iter()
+            .zip(&contents)
+            .map(|(i, bytes)| RecordImage {
+                format: i.kind.name(),
+                target: &i.arch,
+                bytes,
+            })
+            .collect(),
+        unavailable: unavailable.as_deref(),
+    };
+    let (record, ranges) = record.encode();
+    let record_dir = out_dir.join("offload");
+    fs::create_dir_all(&record_dir)
+        .unwrap_or_else(|e| panic!("offload-build: cannot create {}: {e}", record_dir.display()));
+    let record_path = record_dir.join("images.bin");
+    write_if_changed(&record_path, &record);
+    let placed: Vec<PlacedImage> = images
+        .iter()
+        .zip(ranges)
+        .map(|(i, range)| PlacedImage {
+            kind: i.kind,
+            arch: i.arch.clone(),
+            range,
+        })
+        .collect();
+    let text = render_images(
+        &record_path,
+        record.len(),
+        &placed,
+        &kernels,
+        unavailable.as_deref(),
+    );
     let images_rs = out_dir.join("offload_images.rs");
     write_if_changed(&images_rs, text.as_bytes());
-    let (cubins, ptx): (Vec<_>, Vec<_>) =
-        images.into_iter().partition(|i| i.kind == ImageKind::Cubin);
     Output {
         images_rs,
-        images: cubins.into_iter().chain(ptx).collect(),
+        images,
         kernels,
         unavailable,
     }

@@ -232,6 +232,13 @@ pub fn devices() -> &'static [Device] {
     &discovery().devices
 }
 
+/// For each GPU plugin that found no device, why (`"CUDA: cannot load libcuda.so: …"`): what
+/// `cargo offload devices` prints. Empty when every plugin found a device, and with
+/// `OFFLOAD_BACKEND=host`, which asks no GPU plugin.
+pub fn plugins_without_devices() -> &'static [String] {
+    &discovery().plugin_reasons
+}
+
 /// Every device `plugin` drives, in its order, whether [`devices()`] lists it or lists the same
 /// GPU through another plugin: how to reach a GPU through a plugin of your choosing (its
 /// [`Device::name`] says which plugin drives it). Several plugins may return the same GPU.

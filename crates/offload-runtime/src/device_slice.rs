@@ -41,10 +41,12 @@ impl<T: DeviceCopy> DeviceSlice<'_, T> {
         }
     }
 
+    /// Number of elements.
     pub fn len(&self) -> usize {
         self.len
     }
 
+    /// Whether it holds no element.
     pub fn is_empty(&self) -> bool {
         self.len == 0
     }

@@ -1,7 +1,8 @@
 //! `DeviceVec<T>`: an array living in one device's memory, passed to kernels as is (`&v` for a
 //! `&[T]` parameter, `&mut v` for a `&mut [T]` one) with no transfer. Data moves only when asked:
 //! [`DeviceVec::from_slice`], [`DeviceVec::copy_from_host`], [`DeviceVec::copy_to_host`],
-//! [`DeviceVec::to_vec`]. On the host device it is host memory.
+//! [`DeviceVec::to_vec`], and for a part of it (halo rows) [`DeviceVec::copy_from_host_at`],
+//! [`DeviceVec::copy_to_host_at`]. On the host device it is host memory.
 
 use crate::backend::DevicePtr;
 use crate::device::Device;
@@ -14,6 +15,7 @@ use std::marker::PhantomData;
 use std::mem::size_of;
 use std::time::Instant;
 
+/// `len` elements of `T` in one device's memory, freed on drop (see the module docs).
 pub struct DeviceVec<T: DeviceCopy> {
     device: Device,
     /// `len` elements at `ptr` (null when empty).
@@ -69,14 +71,17 @@ impl<T: DeviceCopy> DeviceVec<T> {
         Ok(v)
     }
 
+    /// Number of elements.
     pub fn len(&self) -> usize {
         self.len
     }
 
+    /// Whether it holds no element.
     pub fn is_empty(&self) -> bool {
         self.len == 0
     }
 
+    /// The device whose memory holds it.
     pub fn device(&self) -> &Device {
         &self.device
     }
@@ -95,16 +100,23 @@ impl<T: DeviceCopy> DeviceVec<T> {
     /// Overwrites the elements with `data` (of the same length).
     pub fn copy_from_host(&mut self, data: &[T]) -> Result<()> {
         self.check_len(data.len())?;
-        let bytes = self.bytes();
+        self.copy_from_host_at(0, data)
+    }
+
+    /// Overwrites the elements from index `offset` on with `data` (a halo row, say), leaving the
+    /// others as they are. Past the end is `Err(OutOfRange)`, with nothing copied.
+    pub fn copy_from_host_at(&mut self, offset: usize, data: &[T]) -> Result<()> {
+        self.check_range("DeviceVec::copy_from_host_at", offset, data.len())?;
+        let bytes = size_of_val(data);
         if bytes == 0 {
             return Ok(());
         }
         let backend = self.device.backend();
         let host = data.as_ptr() as *const u8;
         let start = Instant::now();
-        // SAFETY: `ptr` holds `len` elements, as many as `data`, which is borrowed until the
-        // synchronize below.
-        unsafe { backend.copy_to_device(self.ptr, host, bytes)? };
+        // SAFETY: elements `offset..offset + data.len()` lie within the allocation (checked
+        // above); `data` is borrowed until the synchronize below.
+        unsafe { backend.copy_to_device(self.element(offset), host, bytes)? };
         // Complete before `data`'s borrow ends: from page-locked memory the copy is only queued.
         backend.synchronize()?;
         if !self.device.memory_is_host() {
@@ -124,21 +136,47 @@ impl<T: DeviceCopy> DeviceVec<T> {
     /// Copies the elements into `out` (of the same length), after the kernels queued before.
     pub fn copy_to_host(&self, out: &mut [T]) -> Result<()> {
         self.check_len(out.len())?;
-        let bytes = self.bytes();
+        self.copy_to_host_at(0, out)
+    }
+
+    /// Copies `out.len()` elements from index `offset` on into `out`, after the kernels queued
+    /// before. Past the end is `Err(OutOfRange)`, with `out` untouched.
+    pub fn copy_to_host_at(&self, offset: usize, out: &mut [T]) -> Result<()> {
+        self.check_range("DeviceVec::copy_to_host_at", offset, out.len())?;
+        let bytes = size_of_val(out);
         if bytes == 0 {
             return Ok(());
         }
         let backend = self.device.backend();
         let host = out.as_mut_ptr() as *mut u8;
         let start = Instant::now();
-        // SAFETY: `ptr` holds `len` elements, as many as `out`.
-        unsafe { backend.copy_from_device(host, self.ptr, bytes)? };
+        // SAFETY: elements `offset..offset + out.len()` lie within the allocation (checked
+        // above), and `out` holds as many.
+        unsafe { backend.copy_from_device(host, self.element(offset), bytes)? };
         backend.synchronize()?;
         if !self.device.memory_is_host() {
             let id = self.device.id();
             trace::copy_from_device(id, backend.name(), host, bytes, start.elapsed());
         }
         Ok(())
+    }
+
+    /// `Err(OutOfRange)` unless elements `offset..offset + count` are all within the array.
+    fn check_range(&self, what: &'static str, offset: usize, count: usize) -> Result<()> {
+        match offset.checked_add(count) {
+            Some(end) if end <= self.len => Ok(()),
+            end => Err(Error::OutOfRange {
+                what,
+                start: offset,
+                end: end.unwrap_or(usize::MAX),
+                len: self.len,
+            }),
+        }
+    }
+
+    /// The device address of element `index`.
+    fn element(&self, index: usize) -> DevicePtr {
+        DevicePtr(self.ptr.0 + (index * size_of::<T>()) as u64)
     }
 
     /// The elements, on the host.

@@ -13,15 +13,18 @@ pub enum ImageFormat {
 /// One compiled form of a crate's kernels, embedded by `offload::embed_images!`.
 #[derive(Debug)]
 pub struct DeviceImage {
+    /// What kind of code it holds.
     pub format: ImageFormat,
     /// The GPU architecture it was built for, e.g. `"sm_90"`.
     pub target: &'static str,
+    /// The image itself.
     pub bytes: &'static [u8],
 }
 
 /// All device images of one crate's kernels, written by the device pass (`offload-build`).
 #[derive(Debug)]
 pub struct ImageSet {
+    /// The images, cubins first.
     pub images: &'static [DeviceImage],
     /// Entry points the images hold.
     pub kernels: &'static [&'static str],

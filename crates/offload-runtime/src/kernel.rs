@@ -103,6 +103,7 @@ impl ArgData {
 }
 
 impl<'a> KernelArg<'a> {
+    /// A by-value argument (a scalar or a `DeviceCopy` struct).
     pub fn value<T: DeviceCopy>(value: &'a T) -> Self {
         Self::new(ArgData::Value {
             ptr: value as *const T as *const u8,
@@ -111,6 +112,7 @@ impl<'a> KernelArg<'a> {
         })
     }
 
+    /// A `&[T]` argument: copied to a GPU, read there.
     pub fn slice<T: DeviceCopy>(slice: &'a [T]) -> Self {
         Self::new(ArgData::Slice {
             ptr: slice.as_ptr() as *const u8,
@@ -120,6 +122,7 @@ impl<'a> KernelArg<'a> {
         })
     }
 
+    /// A `&mut [T]` argument: copied to a GPU and back after the kernel succeeded.
     pub fn slice_mut<T: DeviceCopy>(slice: &'a mut [T]) -> Self {
         Self::new(ArgData::SliceMut {
             ptr: slice.as_mut_ptr() as *mut u8,

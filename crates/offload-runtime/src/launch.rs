@@ -46,6 +46,7 @@ impl<'d> Launch<'d> {
         }
     }
 
+    /// On `device`.
     pub fn device(self, device: &'d Device) -> Self {
         Launch {
             device: Some(device),

@@ -35,7 +35,7 @@ pub mod trace;
 mod transfer;
 
 pub use backend::{BackendKind, Limits, MemoryInfo, Platform};
-pub use device::{default_device, devices, devices_of, Device};
+pub use device::{default_device, devices, devices_of, plugins_without_devices, Device};
 pub use device_slice::DeviceSlice;
 pub use device_vec::DeviceVec;
 pub use error::{Error, Result};

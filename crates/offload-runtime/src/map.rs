@@ -23,6 +23,7 @@ use std::mem::size_of;
     label = "expected `&[{T}]`, `&Vec<{T}>` or `&[{T}; N]`"
 )]
 pub trait HostSlice<'a, T> {
+    /// The elements.
     fn host_slice(self) -> &'a [T];
 }
 
@@ -32,6 +33,7 @@ pub trait HostSlice<'a, T> {
     label = "expected `&mut [{T}]`, `&mut Vec<{T}>` or `&mut [{T}; N]`"
 )]
 pub trait HostSliceMut<'a, T> {
+    /// The elements.
     fn host_slice_mut(self) -> &'a mut [T];
 }
 

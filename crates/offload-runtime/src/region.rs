@@ -86,6 +86,7 @@ enum Kind {
 }
 
 impl<'data> Region<'data> {
+    /// The device the region maps data on.
     pub fn device(&self) -> &Device {
         &self.device
     }
@@ -297,10 +298,12 @@ impl<'r, T: DeviceCopy> Mapped<'r, T> {
         }
     }
 
+    /// Number of elements mapped.
     pub fn len(&self) -> usize {
         self.len
     }
 
+    /// Whether it maps no element.
     pub fn is_empty(&self) -> bool {
         self.len == 0
     }
@@ -328,10 +331,12 @@ unsafe impl<T: Send> Send for MappedMut<'_, T> {}
 unsafe impl<T: Sync> Sync for MappedMut<'_, T> {}
 
 impl<T: DeviceCopy> MappedMut<'_, T> {
+    /// Number of elements mapped.
     pub fn len(&self) -> usize {
         self.len
     }
 
+    /// Whether it maps no element.
     pub fn is_empty(&self) -> bool {
         self.len == 0
     }
@@ -683,6 +688,20 @@ mod tests {
         assert_eq!(counted.bytes_to_device + counted.bytes_from_device, 0);
         v.copy_from_host(&[4, 5, 6]).unwrap();
         assert_eq!(v.to_vec().unwrap(), [4, 5, 6]);
+        // Part of it, at an element offset of the device allocation.
+        v.copy_from_host_at(1, &[9, 8]).unwrap();
+        let mut tail = [0; 2];
+        v.copy_to_host_at(1, &mut tail).unwrap();
+        assert_eq!((v.to_vec().unwrap(), tail), (vec![4, 9, 8], [9, 8]));
+        assert!(matches!(
+            v.copy_to_host_at(2, &mut tail),
+            Err(Error::OutOfRange {
+                start: 2,
+                end: 4,
+                len: 3,
+                ..
+            })
+        ));
         assert!(matches!(
             v.copy_from_host(&[1]),
             Err(Error::LengthMismatch {

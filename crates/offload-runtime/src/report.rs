@@ -6,18 +6,27 @@ use offload_kernel::Dim3;
 use std::cell::RefCell;
 use std::time::Duration;
 
+/// What one launch did: its shape, the bytes it moved and where the time went.
 #[derive(Clone, Debug, Default)]
 pub struct LaunchReport {
+    /// The kernel launched.
     pub kernel: &'static str,
+    /// The name of the device it ran on.
     pub device: String,
+    /// Blocks in the grid (`None` before a shape was chosen).
     pub grid: Option<Dim3>,
+    /// Threads in a block (`None` before a shape was chosen).
     pub block: Option<Dim3>,
+    /// Bytes copied to the device for the launch.
     pub bytes_to_device: usize,
+    /// Bytes copied back after it.
     pub bytes_from_device: usize,
+    /// Time of the copies to the device.
     pub time_to_device: Duration,
     /// From submitting the kernel to its completion, measured on the host after the device had
     /// drained every earlier operation (so it includes launch latency, a few microseconds).
     pub kernel_time: Duration,
+    /// Time of the copies back.
     pub time_from_device: Duration,
 }
 

@@ -153,6 +153,7 @@ impl Queue {
 }
 
 impl<'scope> Stream<'scope> {
+    /// The device the stream queues work on.
     pub fn device(&self) -> &Device {
         &self.queue.device
     }
@@ -301,7 +302,7 @@ impl Event {
 }
 
 /// Queue `kernel` with `args` on `stream` (what the generated `enqueue` calls): as
-/// [`crate::kernel::launch`], on the stream's device, without waiting.
+/// [`crate::launch::launch`], on the stream's device, without waiting.
 pub fn enqueue(
     kernel: &'static Kernel,
     stream: &Stream<'_>,

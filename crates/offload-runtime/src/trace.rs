@@ -18,9 +18,13 @@ use std::time::Duration;
 /// what happened in between.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Counters {
+    /// Bytes copied from the host to devices.
     pub bytes_to_device: u64,
+    /// Bytes copied from devices to the host.
     pub bytes_from_device: u64,
+    /// Copies from the host to devices.
     pub copies_to_device: u64,
+    /// Copies from devices to the host.
     pub copies_from_device: u64,
     /// Host data given a device copy (a data region's map, or a launch argument not present).
     pub maps: u64,
@@ -30,6 +34,7 @@ pub struct Counters {
     pub present_hits: u64,
     /// Copies to the device of bytes it already held (counted only while the trace is on).
     pub redundant_copies: u64,
+    /// Kernel launches.
     pub launches: u64,
 }
 

@@ -1,5 +1,6 @@
 #![doc = include_str!("crate_docs.md")]
 #![cfg_attr(any(target_arch = "nvptx64", target_arch = "amdgpu"), no_std)]
+#![warn(missing_docs)]
 
 pub use offload_kernel::*;
 /// Launch with the syntax of rustc nightly's `core::offload::offload!` (see the macro's docs).
@@ -9,10 +10,10 @@ pub use offload_macros::{kernel, DeviceCopy};
 
 #[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
 pub use offload_runtime::{
-    default_device, devices, devices_of, last_launch, region, region_on, scope, BackendKind,
-    Device, DeviceImage, DeviceSlice, DeviceVec, Error, Event, ImageFormat, ImageSet, Launch,
-    LaunchReport, Limits, Mapped, MappedMut, MemoryInfo, PinnedVec, Platform, Region, Result,
-    Stream, StreamScope,
+    default_device, devices, devices_of, last_launch, plugins_without_devices, region, region_on,
+    scope, BackendKind, Device, DeviceImage, DeviceSlice, DeviceVec, Error, Event, ImageFormat,
+    ImageSet, Launch, LaunchReport, Limits, Mapped, MappedMut, MemoryInfo, PinnedVec, Platform,
+    Region, Result, Stream, StreamScope,
 };
 
 /// How kernel arguments map to a device (`InArg`, `OutArg` and the map kinds).

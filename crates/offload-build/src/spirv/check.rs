@@ -111,7 +111,10 @@ pub fn kernels(words: &[u32]) -> Result<Vec<SpirvKernel>, String> {
             }
             OP_FUNCTION_PARAMETER if operands.len() >= 2 => {
                 if let Some(f) = current {
-                    functions.entry(f).or_default().push((operands[0], operands[1]));
+                    functions
+                        .entry(f)
+                        .or_default()
+                        .push((operands[0], operands[1]));
                 }
             }
             OP_FUNCTION_END => current = None,
@@ -157,7 +160,10 @@ fn literal_string(words: &[u32]) -> String {
 /// The module's words (SPIR-V is a stream of little-endian 32-bit words here).
 pub fn words(bytes: &[u8]) -> Result<Vec<u32>, String> {
     if bytes.len() % 4 != 0 {
-        return Err(format!("{} bytes is not a whole number of words", bytes.len()));
+        return Err(format!(
+            "{} bytes is not a whole number of words",
+            bytes.len()
+        ));
     }
     Ok(bytes
         .chunks_exact(4)
@@ -249,7 +255,10 @@ mod tests {
 
     fn kernel(param_types: &[u32], decorate_byval: Option<u32>) -> Vec<u32> {
         let mut ins: Vec<(u32, Vec<u32>)> = vec![
-            (OP_ENTRY_POINT, vec![EXECUTION_MODEL_KERNEL, 50, SAXPY[0], SAXPY[1]]),
+            (
+                OP_ENTRY_POINT,
+                vec![EXECUTION_MODEL_KERNEL, 50, SAXPY[0], SAXPY[1]],
+            ),
             (OP_TYPE_INT, vec![10, 64, 0]),
             (OP_TYPE_INT, vec![11, 32, 0]),
             (OP_TYPE_POINTER, vec![20, 5, 11]), // CrossWorkgroup
@@ -281,7 +290,10 @@ mod tests {
     #[test]
     fn a_buffer_in_function_storage_is_refused() {
         let err = check_kernel_abi(&kernel(&[21, 10, 22, 10], None)).unwrap_err();
-        assert!(err.contains("saxpy: parameter 0 is a Function pointer"), "{err}");
+        assert!(
+            err.contains("saxpy: parameter 0 is a Function pointer"),
+            "{err}"
+        );
         let err = check_kernel_abi(&kernel(&[23, 10, 22, 10], None)).unwrap_err();
         assert!(err.contains("parameter 0 is a Other(8) pointer"), "{err}");
     }

@@ -79,7 +79,13 @@ mod tests {
             .env("TMPDIR", "/tmp")
             .args(["--export-symbol", "saxpy"])
             .arg(&obj)
-            .args(["--target", "nvptx64-nvidia-cuda", "--target-cpu", "sm_90", "-o"])
+            .args([
+                "--target",
+                "nvptx64-nvidia-cuda",
+                "--target-cpu",
+                "sm_90",
+                "-o",
+            ])
             .arg(&out)
             .arg("-O3")
             .status()

@@ -12,7 +12,9 @@ pub enum Code<'a> {
     /// A kernel's host build: an image with one entry, `name`, whose every call runs one GPU
     /// thread on the host CPU.
     Host {
+        /// The kernel's name.
         name: &'static str,
+        /// Runs one GPU thread of the kernel.
         thread: HostThread,
     },
 }

@@ -5,7 +5,9 @@ use offload_kernel::Dim3;
 /// A launch shape checked against a device's limits.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Shape {
+    /// Blocks in the grid, per dimension.
     pub grid: Dim3,
+    /// Threads in a block, per dimension.
     pub block: Dim3,
     /// Bytes of dynamic shared memory per block.
     pub dynamic_shared: u32,
@@ -14,8 +16,11 @@ pub struct Shape {
 /// What a device accepts as a launch shape.
 #[derive(Clone, Copy, Debug)]
 pub struct Limits {
+    /// Threads one block may hold in all.
     pub max_threads_per_block: u32,
+    /// Largest block, per dimension.
     pub max_block: Dim3,
+    /// Largest grid, per dimension.
     pub max_grid: Dim3,
     /// Streaming multiprocessors (worker threads on the host).
     pub multiprocessors: u32,
@@ -30,6 +35,7 @@ pub struct Limits {
 /// many registers per thread fits fewer threads in a block.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct EntryLimits {
+    /// Threads one block of this entry may hold (at most the device's).
     pub max_threads_per_block: u32,
     /// Registers per thread (0 where there are none to count).
     pub registers: u32,

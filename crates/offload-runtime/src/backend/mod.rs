@@ -13,7 +13,7 @@
 //! coroutines). `mock` is an in-memory GPU for the runtime's own tests.
 //!
 //! One GPU may be reachable through two plugins (an NVIDIA GPU through `cuda` and `liboffload`):
-//! [`discover_all`] lists it once, through the preferred plugin, and keeps the other handle apart.
+//! `discover_all` lists it once, through the preferred plugin, and keeps the other handle apart.
 
 mod code;
 pub mod cuda;
