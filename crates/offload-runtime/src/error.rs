@@ -26,12 +26,13 @@ pub enum Error {
         reason: String,
     },
 
-    /// An argument cannot be passed to the kernel (a null raw pointer, say); nothing was launched.
+    /// An argument cannot be passed to the kernel (a null raw pointer, device memory that
+    /// another argument writes, say); nothing was launched.
     #[error("kernel `{kernel}`: argument `{argument}` {reason}")]
     InvalidArgument {
         kernel: &'static str,
         argument: &'static str,
-        reason: &'static str,
+        reason: String,
     },
 
     /// The device has not enough free memory for the launch's data.
