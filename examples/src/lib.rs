@@ -2,6 +2,7 @@
 
 pub mod jacobi;
 pub mod kernels;
+pub mod overlap;
 pub mod reference;
 pub mod reference_bandwidth;
 

@@ -10,6 +10,8 @@ pub enum ImageKind {
     Cubin,
     /// PTX text, which the CUDA driver compiles for the GPU it finds.
     Ptx,
+    /// A SPIR-V module for OpenCL devices (`OFFLOAD_SPIRV=1`).
+    Spirv,
 }
 
 impl ImageKind {
@@ -17,6 +19,7 @@ impl ImageKind {
         match self {
             ImageKind::Cubin => "Cubin",
             ImageKind::Ptx => "Ptx",
+            ImageKind::Spirv => "Spirv",
         }
     }
 }
@@ -25,7 +28,7 @@ impl ImageKind {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ImageFile {
     pub kind: ImageKind,
-    /// The CUDA architecture it was built for, such as `sm_90`.
+    /// The architecture it was built for, such as `sm_90` (`spirv64-v1.4` for SPIR-V).
     pub arch: String,
     /// Absolute path of the file.
     pub path: PathBuf,
@@ -73,7 +76,8 @@ pub fn render(images: &[ImageFile], kernels: &[String], unavailable: Option<&str
     let ordered = images
         .iter()
         .filter(|i| i.kind == ImageKind::Cubin)
-        .chain(images.iter().filter(|i| i.kind == ImageKind::Ptx));
+        .chain(images.iter().filter(|i| i.kind == ImageKind::Ptx))
+        .chain(images.iter().filter(|i| i.kind == ImageKind::Spirv));
     for image in ordered {
         let path = image
             .path

@@ -20,15 +20,23 @@
 //! - `OFFLOAD_LLVM_BIN`: directory with `llvm-link`, `opt` and `llc`.
 //! - `OFFLOAD_PTXAS`: the `ptxas` to use (`none`: no cubins); `OFFLOAD_REQUIRE_CUBIN=1`: fail
 //!   when there is no `ptxas`.
+//! - `OFFLOAD_SPIRV=1`: also build a SPIR-V image for OpenCL devices such as Intel GPUs (see
+//!   `spirv`); `OFFLOAD_SPIRV_CXX` the C++ compiler for its LLVM pass, `OFFLOAD_SPIRV_VAL` the
+//!   `spirv-val` that checks it.
 // The crate example is a whole build script, `fn main` included, as the README shows it.
 #![allow(clippy::needless_doctest_main)]
 
 mod child_env;
 mod images;
 mod link_script;
+mod spirv;
 mod toolchain;
 
 pub use images::{entry_names, render as render_images, ImageFile, ImageKind};
+/// Reading and checking SPIR-V images (the kernel ABI check the device pass runs).
+pub mod spirv_image {
+    pub use crate::spirv::{check_kernel_abi, kernels, words, Param, SpirvKernel, Storage};
+}
 pub use toolchain::{find_device_toolchain, DeviceToolchain};
 
 use std::env;
@@ -47,6 +55,9 @@ const WATCHED_ENV: &[&str] = &[
     "OFFLOAD_LLVM_BIN",
     "OFFLOAD_PTXAS",
     "OFFLOAD_REQUIRE_CUBIN",
+    "OFFLOAD_SPIRV",
+    "OFFLOAD_SPIRV_CXX",
+    "OFFLOAD_SPIRV_VAL",
 ];
 
 const INSTALL_HINT: &str = "Install one: apt-get install rustc-web rust-web-src llvm-22 (Debian), \
@@ -318,7 +329,7 @@ fn offload_sources(root: &Path) -> Vec<PathBuf> {
 
 /// Writes `contents` unless the file already holds exactly that, so unchanged inputs keep their
 /// modification times and cargo's fingerprints stay fresh.
-fn write_if_changed(path: &Path, contents: &[u8]) {
+pub(crate) fn write_if_changed(path: &Path, contents: &[u8]) {
     if fs::read(path).is_ok_and(|old| old == contents) {
         return;
     }
@@ -326,7 +337,7 @@ fn write_if_changed(path: &Path, contents: &[u8]) {
         .unwrap_or_else(|e| panic!("offload-build: cannot write {}: {e}", path.display()));
 }
 
-fn utf8(p: &Path) -> &str {
+pub(crate) fn utf8(p: &Path) -> &str {
     p.to_str()
         .unwrap_or_else(|| panic!("offload-build: path {} is not UTF-8", p.display()))
 }
@@ -428,6 +439,16 @@ fn device_lib_rs(kernels_file: &Path, modules: &[PathBuf]) -> String {
     )
 }
 
+/// Lets a generated linker script run.
+pub(crate) fn make_executable(path: &Path) {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        fs::set_permissions(path, fs::Permissions::from_mode(0o755))
+            .unwrap_or_else(|e| panic!("offload-build: cannot chmod {}: {e}", path.display()));
+    }
+}
+
 /// The first `Cargo.lock` at or above `dir`: the user's resolution, so the device build uses the
 /// same dependency versions and needs no registry access for them.
 fn outer_lockfile(dir: &Path) -> Option<PathBuf> {
@@ -476,12 +497,7 @@ fn device_pass(
         &linker,
         link_script::render(&tc.llvm_link, &tc.opt, &tc.llc).as_bytes(),
     );
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        fs::set_permissions(&linker, fs::Permissions::from_mode(0o755))
-            .unwrap_or_else(|e| panic!("offload-build: cannot chmod {}: {e}", linker.display()));
-    }
+    make_executable(&linker);
 
     let ptxas = toolchain::find_ptxas();
     if ptxas.is_none() && flag("OFFLOAD_REQUIRE_CUBIN") {
@@ -499,6 +515,9 @@ fn device_pass(
     let mut images = Vec::new();
     let (panic_reporting, fma_contraction) = (kernels.panic_reporting, kernels.fma_contraction);
     let mut kernels: Vec<String> = Vec::new();
+    let build = |rustflags: &str, extra_args: &[&str], target_dir: &Path| {
+        build_device_crate(tc, &cargo, &gen, kernels_file, rustflags, extra_args, target_dir)
+    };
     for arch in archs {
         let rustflags = device_rustflags(
             arch,
@@ -507,7 +526,9 @@ fn device_pass(
             panic_reporting,
             fma_contraction,
         );
-        let built = build_device_crate(tc, &cargo, &gen, kernels_file, arch, &rustflags);
+        // One target dir per architecture: the flags differ, and sharing one would rebuild core
+        // each time the architecture alternates.
+        let built = build(&rustflags, &[], &gen.join("target").join(arch));
         let ptx_bytes = fs::read(&built)
             .unwrap_or_else(|e| panic!("offload-build: cannot read {}: {e}", built.display()));
         let ptx = images_dir.join(format!("kernels.{arch}.ptx"));
@@ -531,6 +552,23 @@ fn device_pass(
             arch: arch.clone(),
             path: ptx,
         });
+    }
+    if flag("OFFLOAD_SPIRV") {
+        let spirv = spirv::SpirvBuild {
+            toolchain: tc,
+            gen: &gen,
+            images_dir: &images_dir,
+            cargo_build: &build,
+            rustflags: &|linker: &Path| {
+                device_rustflags(&archs[0], linker, manifest_dir, panic_reporting, fma_contraction)
+            },
+        };
+        match spirv::build_image(&spirv, &kernels) {
+            Ok(image) => images.push(image),
+            Err(reason) => {
+                println!("cargo::warning=offload: no SPIR-V image: {reason}")
+            }
+        }
     }
     write_images(out_dir, images, kernels, None)
 }
@@ -561,18 +599,17 @@ fn device_rustflags(
     flags
 }
 
-/// Runs the nested `cargo build` for one architecture; returns the PTX it linked.
+/// Runs the nested `cargo build` with these flags, extra arguments and target dir; returns the
+/// image it linked.
 fn build_device_crate(
     tc: &DeviceToolchain,
     cargo: &Path,
     gen: &Path,
     kernels_file: &Path,
-    arch: &str,
     rustflags: &str,
+    extra_args: &[&str],
+    target_dir: &Path,
 ) -> PathBuf {
-    // One target dir per architecture: the flags differ, and sharing one would rebuild core
-    // each time the architecture alternates.
-    let target_dir = gen.join("target").join(arch);
     let mut cmd = Command::new(cargo);
     child_env::scrub(&mut cmd);
     cmd.current_dir(gen)
@@ -580,8 +617,9 @@ fn build_device_crate(
         .arg("-Zbuild-std=core")
         .arg("--manifest-path")
         .arg(gen.join("Cargo.toml"))
+        .args(extra_args)
         .arg("--target-dir")
-        .arg(&target_dir)
+        .arg(target_dir)
         .env("RUSTC", &tc.rustc)
         // -Zbuild-std and the nvptx features on whatever channel the device rustc is.
         .env("RUSTC_BOOTSTRAP", "1")
@@ -596,9 +634,10 @@ fn build_device_crate(
             println!("cargo::warning={line}");
         }
         panic!(
-            "offload-build: the kernels module {} failed to build for {arch} (device crate {}, rustc {}, {}):\n{}",
+            "offload-build: the kernels module {} failed to build (device crate {}, target dir {}, rustc {}, {}):\n{}",
             kernels_file.display(),
             gen.display(),
+            target_dir.display(),
             tc.rustc.display(),
             out.status,
             tail(&text, 60)

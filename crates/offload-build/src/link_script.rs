@@ -16,17 +16,25 @@
 use std::path::Path;
 
 /// Quotes `s` for a POSIX shell.
-fn sh_quote(s: &str) -> String {
+pub(crate) fn sh_quote(s: &str) -> String {
     format!("'{}'", s.replace('\'', r"'\''"))
 }
 
-fn path_str(p: &Path) -> &str {
+pub(crate) fn path_str(p: &Path) -> &str {
     p.to_str()
         .unwrap_or_else(|| panic!("offload-build: path {} is not UTF-8", p.display()))
 }
 
-/// The script's text, with the tools' absolute paths baked in.
+/// The script's text, with the tools' absolute paths baked in: rustc's bitcode to PTX.
 pub(crate) fn render(llvm_link: &Path, opt: &Path, llc: &Path) -> String {
+    let mut s = head(llvm_link, opt, llc);
+    s.push_str(LINK_OBJECTS);
+    s.push_str(PTX_TAIL);
+    s
+}
+
+/// The shebang, the tools and the argument parsing, shared by every target's script.
+pub(crate) fn head(llvm_link: &Path, opt: &Path, llc: &Path) -> String {
     let mut s = String::from("#!/bin/sh\n");
     s.push_str(
         "# Written by offload-build (regenerated on each build): stands in for llvm-bitcode-linker as\n\
@@ -36,11 +44,13 @@ pub(crate) fn render(llvm_link: &Path, opt: &Path, llc: &Path) -> String {
     s.push_str(&format!("LLVM_LINK={}\n", sh_quote(path_str(llvm_link))));
     s.push_str(&format!("OPT={}\n", sh_quote(path_str(opt))));
     s.push_str(&format!("LLC={}\n", sh_quote(path_str(llc))));
-    s.push_str(BODY);
     s
 }
 
-const BODY: &str = r#"
+/// Parses rustc's arguments and links its bitcode objects into `$work/objects.bc`; leaves the
+/// libraries as `$work/lib*.a`, the exports in `$exports`, the output in `$out`, the levels in
+/// `$olevel` and `$llc_olevel`, the CPU and features in `$cpu` and `$features`.
+pub(crate) const LINK_OBJECTS: &str = r#"
 if [ -n "${OFFLOAD_LINK_TRACE:-}" ]; then
     printf 'offload-link:' >&2
     printf ' [%s]' "$@" >&2
@@ -100,6 +110,14 @@ set -- "$work"/obj*.o
 [ -e "$1" ] || fail "no bitcode objects given"
 "$LLVM_LINK" "$@" -o "$work/objects.bc" || fail "llvm-link failed"
 
+case $olevel in
+    s|z) llc_olevel=2 ;;
+    *) llc_olevel=$olevel ;;
+esac
+"#;
+
+/// Shared memory, libraries, optimisation and `llc` for nvptx64.
+const PTX_TAIL: &str = r#"
 # Shared memory. Rust cannot place a static in PTX's shared state space, so kernels declare
 # `extern` byte arrays named __offload_shared_* (offload::shared!), and this module defines each
 # in addrspace(3); llvm-link turns their uses into address-space casts. It also defines
@@ -126,10 +144,6 @@ else
     mv "$work/main.bc" "$work/linked.bc"
 fi
 
-case $olevel in
-    s|z) llc_olevel=2 ;;
-    *) llc_olevel=$olevel ;;
-esac
 # Everything but the exports becomes internal, so the optimizer can inline and drop it.
 # (opt rejects -O3 next to -passes, hence default<O3> in the pipeline.)
 "$OPT" "--internalize-public-api-list=$exports" "-passes=internalize,default<O$olevel>" \

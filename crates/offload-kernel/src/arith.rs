@@ -6,7 +6,8 @@
 //! the same steps use the hardware on nvptx (`cvt.f32.f16`, `cvt.rn.f16.f32`, `cvt.rn.bf16.f32`;
 //! widening bf16 is a shift): widening is exact and narrowing rounds to nearest-even on both
 //! sides, so the bits are `half`'s (a NaN stays a NaN; its payload may differ, as for every PTX
-//! float operation). On the host these are `half`'s own operators.
+//! float operation). On the host, and on SPIR-V (no conversion instruction for bf16 there),
+//! these are `half`'s own conversions.
 
 use half::{bf16, f16};
 
@@ -66,7 +67,7 @@ macro_rules! through_f32 {
 }
 through_f32!(f16, bf16);
 
-#[cfg(not(target_arch = "nvptx64"))]
+#[cfg(not(all(target_arch = "nvptx64", not(feature = "spirv"))))]
 impl ThroughF32 for f16 {
     #[inline(always)]
     fn widen(self) -> f32 {
@@ -78,7 +79,7 @@ impl ThroughF32 for f16 {
     }
 }
 
-#[cfg(not(target_arch = "nvptx64"))]
+#[cfg(not(all(target_arch = "nvptx64", not(feature = "spirv"))))]
 impl ThroughF32 for bf16 {
     #[inline(always)]
     fn widen(self) -> f32 {
@@ -90,7 +91,7 @@ impl ThroughF32 for bf16 {
     }
 }
 
-#[cfg(target_arch = "nvptx64")]
+#[cfg(all(target_arch = "nvptx64", not(feature = "spirv")))]
 impl ThroughF32 for f16 {
     #[inline(always)]
     fn widen(self) -> f32 {
@@ -114,7 +115,7 @@ impl ThroughF32 for f16 {
     }
 }
 
-#[cfg(target_arch = "nvptx64")]
+#[cfg(all(target_arch = "nvptx64", not(feature = "spirv")))]
 impl ThroughF32 for bf16 {
     #[inline(always)]
     fn widen(self) -> f32 {

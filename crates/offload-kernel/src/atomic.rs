@@ -8,9 +8,10 @@
 //!
 //! All operations are *relaxed*, as CUDA's `atomicAdd` and friends: each is indivisible, but they
 //! order nothing else. Use a fence ([`crate::fence_device`]) to publish other writes. Integer operations are
-//! `core::sync::atomic`'s (PTX `atom.add`, `atom.min`… on the GPU); `f32`/`f64` addition is PTX
-//! `atom.add.f32`/`.f64` on the GPU and a compare-exchange loop on the host, and `f32` min/max a
-//! compare-exchange loop on both sides (`f32::min`/`max` semantics: a NaN operand is ignored).
+//! `core::sync::atomic`'s (PTX `atom.add`, `atom.min`… on the GPU, SPIR-V `OpAtomic*` at device
+//! scope); `f32`/`f64` addition is PTX `atom.add.f32`/`.f64` on nvptx and a compare-exchange loop
+//! on SPIR-V and the host, and `f32` min/max a compare-exchange loop everywhere (`f32::min`/`max`
+//! semantics: a NaN operand is ignored).
 
 use core::cell::UnsafeCell;
 use core::sync::atomic::{AtomicI32, AtomicI64, AtomicU32, AtomicU64, Ordering::Relaxed};
@@ -146,7 +147,7 @@ macro_rules! float_atomic {
             /// Adds `v` (IEEE addition, round to nearest) and returns the previous value.
             #[inline(always)]
             pub fn fetch_add(&self, v: $t) -> $t {
-                #[cfg(target_arch = "nvptx64")]
+                #[cfg(all(target_arch = "nvptx64", not(feature = "spirv")))]
                 {
                     let old: $bits;
                     // SAFETY: `self` is a valid, aligned, atomically accessed float; `atom`
@@ -162,7 +163,7 @@ macro_rules! float_atomic {
                     }
                     <$t>::from_bits(old)
                 }
-                #[cfg(not(target_arch = "nvptx64"))]
+                #[cfg(not(all(target_arch = "nvptx64", not(feature = "spirv"))))]
                 {
                     self.fetch_update(|old| old + v)
                 }
@@ -194,14 +195,14 @@ macro_rules! float_atomic {
 }
 
 float_atomic!(f32, u32, AtomicU32, "atom.add.f32", reg32);
-// f64 has no min/max, and the GPU adds with `atom.add.f64`: only the host's addition loops.
+// f64 has no min/max, and nvptx adds with `atom.add.f64`: only the other targets' addition loops.
 float_atomic!(
     f64,
     u64,
     AtomicU64,
     "atom.add.f64",
     reg64,
-    #[cfg(not(target_arch = "nvptx64"))]
+    #[cfg(not(all(target_arch = "nvptx64", not(feature = "spirv"))))]
 );
 
 impl Atomic<f32> {

@@ -1,13 +1,15 @@
 //! The device-side half of `offload`: what a kernel body can call.
 //!
-//! Everything here compiles for `nvptx64-nvidia-cuda` (reading PTX special registers) and for the
-//! host (reading the thread context that the host backend sets before it runs each GPU thread),
-//! so one kernel body gives the same results on both.
+//! Everything here compiles for `nvptx64-nvidia-cuda` (reading PTX special registers), for
+//! SPIR-V (the same nvptx64 build with the `spirv` feature, calling OpenCL built-ins instead; see
+//! `spirv`) and for the host (reading the thread context that the host backend sets before it
+//! runs each GPU thread), so one kernel body gives the same results on all of them.
 #![no_std]
 #![cfg_attr(
-    target_arch = "nvptx64",
-    feature(stdarch_nvptx, asm_experimental_arch, core_intrinsics)
+    all(target_arch = "nvptx64", not(feature = "spirv")),
+    feature(stdarch_nvptx, asm_experimental_arch)
 )]
+#![cfg_attr(target_arch = "nvptx64", feature(core_intrinsics))]
 #![cfg_attr(target_arch = "nvptx64", allow(internal_features))]
 
 #[cfg(not(target_arch = "nvptx64"))]
@@ -29,6 +31,8 @@ pub mod panic_record;
 mod scatter;
 mod shared;
 mod shared_atomic;
+#[cfg(all(target_arch = "nvptx64", feature = "spirv"))]
+mod spirv;
 mod sync;
 mod thread_slice;
 mod warp;

@@ -141,9 +141,17 @@ mod device {
     }
 }
 
+/// Ends the calling GPU thread: the work-item returns from the kernel (the device pass turns the
+/// marker into returns).
+#[cfg(all(target_arch = "nvptx64", feature = "spirv"))]
+fn end_thread() -> ! {
+    // SAFETY: the marker ends the work-item; nothing after it runs.
+    unsafe { crate::spirv::__offload_spirv_end_thread() }
+}
+
 /// Ends the calling GPU thread. `exit`, not `trap`: a trap kills the CUDA context, this ends
 /// only this thread.
-#[cfg(target_arch = "nvptx64")]
+#[cfg(all(target_arch = "nvptx64", not(feature = "spirv")))]
 fn end_thread() -> ! {
     // SAFETY: `exit` ends the thread; nothing after it runs.
     unsafe { core::arch::asm!("exit;", options(noreturn)) }

@@ -105,7 +105,20 @@ pub fn dynamic_shared<T: Copy>() -> SharedSlice<T> {
     unsafe { SharedSlice::from_raw(ptr as *mut T, len) }
 }
 
-#[cfg(target_arch = "nvptx64")]
+#[cfg(all(target_arch = "nvptx64", feature = "spirv"))]
+#[inline(always)]
+fn dynamic_shared_bytes() -> (*mut u8, usize) {
+    // SAFETY: markers the device pass replaces by the kernel's hidden local-memory argument and
+    // its size.
+    unsafe {
+        (
+            crate::spirv::__offload_spirv_dynamic_shared(),
+            crate::spirv::__offload_spirv_dynamic_shared_bytes(),
+        )
+    }
+}
+
+#[cfg(all(target_arch = "nvptx64", not(feature = "spirv")))]
 #[inline(always)]
 fn dynamic_shared_bytes() -> (*mut u8, usize) {
     extern "C" {

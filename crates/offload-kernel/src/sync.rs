@@ -6,10 +6,16 @@
 /// On the GPU this is `barrier.sync 0` (not `.aligned`), so calling it from divergent branches is
 /// defined: the block goes on once every thread of it that has not returned waits at a barrier;
 /// threads that returned are not waited for. The host backend behaves the same way (checked by
-/// the `barrier_after_early_return` example on both).
+/// the `barrier_after_early_return` example on both). On SPIR-V it is OpenCL's work-group
+/// `barrier`, which OpenCL defines only when every work-item of the group reaches it.
 #[inline(always)]
 pub fn sync_threads() {
-    #[cfg(target_arch = "nvptx64")]
+    #[cfg(all(target_arch = "nvptx64", feature = "spirv"))]
+    // SAFETY: a work-group barrier with fences on local and global memory; no operands.
+    unsafe {
+        crate::spirv::barrier(crate::spirv::LOCAL_AND_GLOBAL_MEMORY)
+    };
+    #[cfg(all(target_arch = "nvptx64", not(feature = "spirv")))]
     // SAFETY: a barrier has no operands and touches no Rust-visible state; memory is not
     // declared untouched, so the compiler keeps loads and stores on their side of it.
     unsafe {

@@ -17,7 +17,17 @@
 //!
 //! Offsets and lane numbers are taken modulo 32, as in PTX. Values are `i32`, `u32`, `f32` (one
 //! 32-bit shuffle), `i64`, `u64` or `f64` (two).
+//!
+//! # SPIR-V (Intel GPUs)
+//! A warp is an OpenCL sub-group. Intel GPUs run sub-groups of 8, 16 or 32 work-items; offload's
+//! warps are 32 wide everywhere, so the device pass requires sub-groups of 32 for every kernel
+//! that uses a warp operation (`intel_reqd_sub_group_size(32)`, SPIR-V `SubgroupSize 32`), and a
+//! device without that size refuses the image. Lanes and warps are then the sub-group local id
+//! and the sub-group id; shuffles, ballots and `sync_warp` are the sub-group built-ins of
+//! `cl_khr_subgroup_shuffle`, `cl_khr_subgroup_non_uniform_arithmetic` and a sub-group
+//! `OpControlBarrier`, which leave out work-items that returned, as PTX does.
 
+#[cfg(not(all(target_arch = "nvptx64", feature = "spirv")))]
 use crate::index::{block_dim, thread_idx};
 
 /// Which lane a shuffle reads: PTX `shfl.sync`'s `idx`, `up`, `down` and `bfly`.
@@ -35,15 +45,24 @@ pub const WARP_SIZE: u32 = 32;
 /// This thread's lane in its warp: its linear index in the block, modulo 32.
 #[inline(always)]
 pub fn lane_id() -> u32 {
-    linear_thread() & (WARP_SIZE - 1)
+    #[cfg(all(target_arch = "nvptx64", feature = "spirv"))]
+    // SAFETY: reads a built-in variable.
+    return unsafe { crate::spirv::get_sub_group_local_id() };
+    #[cfg(not(all(target_arch = "nvptx64", feature = "spirv")))]
+    return linear_thread() & (WARP_SIZE - 1);
 }
 
 /// This thread's warp in its block: its linear index in the block, divided by 32.
 #[inline(always)]
 pub fn warp_id() -> u32 {
-    linear_thread() / WARP_SIZE
+    #[cfg(all(target_arch = "nvptx64", feature = "spirv"))]
+    // SAFETY: reads a built-in variable.
+    return unsafe { crate::spirv::get_sub_group_id() };
+    #[cfg(not(all(target_arch = "nvptx64", feature = "spirv")))]
+    return linear_thread() / WARP_SIZE;
 }
 
+#[cfg(not(all(target_arch = "nvptx64", feature = "spirv")))]
 #[inline(always)]
 fn linear_thread() -> u32 {
     thread_idx().linear_in(block_dim()) as u32
@@ -211,7 +230,66 @@ macro_rules! warp_sum {
 
 warp_sum!(wrapping: i32, u32, i64, u64; ieee: f32, f64);
 
-#[cfg(target_arch = "nvptx64")]
+#[cfg(all(target_arch = "nvptx64", feature = "spirv"))]
+mod arch {
+    use super::{lane_id, Mode, WarpValue, WARP_SIZE};
+    use crate::spirv;
+
+    /// The lane that `mode` with operand `b` reads, as PTX `shfl.sync` picks it; `None` where the
+    /// lane keeps its own value.
+    #[inline(always)]
+    fn source_lane(mode: Mode, lane: u32, b: u32) -> Option<u32> {
+        let b = b % WARP_SIZE;
+        match mode {
+            Mode::Index => Some(b),
+            Mode::Up => lane.checked_sub(b),
+            Mode::Down => Some(lane + b).filter(|&j| j < WARP_SIZE),
+            Mode::Xor => Some(lane ^ b),
+        }
+    }
+
+    #[inline(always)]
+    pub(super) fn shuffle<T: WarpValue>(v: T, mode: Mode, b: u32) -> T {
+        let lane = lane_id();
+        // Every lane shuffles (the operation is collective); one whose source is out of range
+        // reads its own value and keeps it.
+        let source = source_lane(mode, lane, b);
+        let from = source.unwrap_or(lane);
+        let word = v.to_word();
+        // SAFETY: sub-group shuffles of plain integers; any lane index is allowed (an inactive
+        // or missing one gives an unspecified value, as documented).
+        let read = unsafe {
+            if T::WIDE {
+                spirv::sub_group_shuffle_u64(word, from)
+            } else {
+                spirv::sub_group_shuffle_u32(word as u32, from) as u64
+            }
+        };
+        T::from_word(if source.is_some() { read } else { word })
+    }
+
+    #[inline(always)]
+    pub(super) fn ballot(predicate: bool) -> u32 {
+        // Lanes hold distinct bits, so the OR over the lanes that take part is the ballot.
+        // SAFETY: a sub-group reduction over the active work-items.
+        unsafe { spirv::sub_group_non_uniform_reduce_or((predicate as u32) << lane_id()) }
+    }
+
+    #[inline(always)]
+    pub(super) fn sync_warp() {
+        // SAFETY: a sub-group barrier; memory is not declared untouched, so accesses stay on
+        // their side.
+        unsafe {
+            spirv::control_barrier(
+                spirv::SPIRV_SCOPE_SUBGROUP,
+                spirv::SPIRV_SCOPE_SUBGROUP,
+                spirv::SPIRV_SUBGROUP_BARRIER_SEMANTICS,
+            )
+        }
+    }
+}
+
+#[cfg(all(target_arch = "nvptx64", not(feature = "spirv")))]
 mod arch {
     use super::{linear_thread, Mode, WarpValue, WARP_SIZE};
     use crate::index::block_dim;

@@ -2,10 +2,11 @@
 //! the runtime's handle of a plugin's device, with what the layers above keep for it: the code it
 //! has loaded (`loaded`) and its launch lock.
 //!
-//! `OFFLOAD_BACKEND=host|cuda` forces a backend for the default device; `OFFLOAD_REQUIRE_GPU=1`
-//! turns every fallback to the host into an error.
+//! `OFFLOAD_BACKEND=host|cuda|liboffload` forces a backend for the default device (and, for a
+//! GPU two plugins drive, which one lists it); `OFFLOAD_REQUIRE_GPU=1` turns every fallback to
+//! the host into an error.
 
-use crate::backend::{self, Backend, BackendKind, Limits, MemoryInfo};
+use crate::backend::{self, Backend, BackendKind, Limits, MemoryInfo, Platform};
 use crate::kernel::Kernel;
 use crate::loaded::{Entry, Loaded};
 use crate::{Error, Result};
@@ -85,8 +86,14 @@ impl Device {
         self.backend().name()
     }
 
+    /// The plugin that drives it.
     pub fn kind(&self) -> BackendKind {
         self.backend().kind()
+    }
+
+    /// What kind of processor it is (an NVIDIA or AMD GPU, the host), whichever plugin drives it.
+    pub fn platform(&self) -> Platform {
+        self.backend().platform()
     }
 
     /// Index among the devices of its backend (0 for the host).
@@ -130,9 +137,15 @@ impl Device {
         Arc::as_ptr(&self.shared) as usize
     }
 
-    /// The listed device with this [`Device::id`].
+    /// The device with this [`Device::id`], listed or reachable through [`devices_of`].
     pub(crate) fn by_id(id: usize) -> Option<Device> {
-        devices().iter().find(|d| d.id() == id).cloned()
+        let found = discovery();
+        found
+            .devices
+            .iter()
+            .chain(&found.alternates)
+            .find(|d| d.id() == id)
+            .cloned()
     }
 
     /// A device on a plugin that is not listed (the tests' mock GPU).
@@ -176,20 +189,26 @@ impl std::fmt::Debug for Device {
 
 struct Discovery {
     devices: Vec<Device>,
+    /// The handles of listed GPUs through their other plugins (see [`devices_of`]).
+    alternates: Vec<Device>,
     /// Why no GPU was found, when none was.
     no_gpu_reason: Option<String>,
+    /// For each GPU plugin that found no device, why.
+    plugin_reasons: Vec<String>,
 }
 
 fn discovery() -> &'static Discovery {
     static DISCOVERY: OnceLock<Discovery> = OnceLock::new();
     DISCOVERY.get_or_init(|| {
-        let host_only = forced_backend().as_deref() == Some("host");
-        let (found, reasons) = backend::discover_all(!host_only);
-        let devices: Vec<Device> = found.into_iter().map(Device::new).collect();
+        let forced = forced_backend();
+        let host_only = forced.as_deref() == Some("host");
+        let found = backend::discover_all(!host_only, forced.as_deref().and_then(plugin_named));
+        let devices: Vec<Device> = found.listed.into_iter().map(Device::new).collect();
+        let alternates = found.alternates.into_iter().map(Device::new).collect();
         let no_gpu_reason = if host_only {
             Some("OFFLOAD_BACKEND=host".to_string())
         } else if !devices.iter().any(Device::is_gpu) {
-            Some(reasons.join("; "))
+            Some(found.reasons.join("; "))
         } else {
             None
         };
@@ -198,14 +217,33 @@ fn discovery() -> &'static Discovery {
         }
         Discovery {
             devices,
+            alternates,
             no_gpu_reason,
+            plugin_reasons: found.reasons,
         }
     })
 }
 
-/// Every device, GPUs first (in driver order), the host last. Discovered once.
+/// Every device, GPUs first (by plugin, in driver order), the host last. Each GPU is listed
+/// once, through its preferred plugin: the CUDA plugin for NVIDIA GPUs (liboffload with
+/// `OFFLOAD_BACKEND=liboffload`), liboffload for AMD GPUs; so code that splits work over all
+/// GPUs counts each once. Discovered once.
 pub fn devices() -> &'static [Device] {
     &discovery().devices
+}
+
+/// Every device `plugin` drives, in its order, whether [`devices()`] lists it or lists the same
+/// GPU through another plugin: how to reach a GPU through a plugin of your choosing (its
+/// [`Device::name`] says which plugin drives it). Several plugins may return the same GPU.
+pub fn devices_of(plugin: BackendKind) -> Vec<Device> {
+    let found = discovery();
+    found
+        .devices
+        .iter()
+        .chain(&found.alternates)
+        .filter(|d| d.kind() == plugin)
+        .cloned()
+        .collect()
 }
 
 fn forced_backend() -> Option<String> {
@@ -213,6 +251,15 @@ fn forced_backend() -> Option<String> {
         .ok()
         .map(|s| s.to_ascii_lowercase())
         .filter(|s| !s.is_empty() && s != "auto")
+}
+
+/// The GPU plugin an `OFFLOAD_BACKEND` value names.
+fn plugin_named(name: &str) -> Option<BackendKind> {
+    match name {
+        "cuda" => Some(BackendKind::Cuda),
+        "liboffload" => Some(BackendKind::LibOffload),
+        _ => None,
+    }
 }
 
 fn gpu_required() -> bool {
@@ -233,14 +280,28 @@ pub fn default_device() -> Result<Device> {
     let device = match forced_backend().as_deref() {
         None => first_gpu.cloned().unwrap_or_else(Device::host),
         Some("host") => Device::host(),
-        Some("cuda") => first_gpu
-            .cloned()
-            .ok_or_else(|| Error::NoDevice(format!("OFFLOAD_BACKEND=cuda, but {}", no_gpu())))?,
-        Some(other) => {
-            return Err(Error::NoDevice(format!(
-                "OFFLOAD_BACKEND={other} is not a backend (use host, cuda or auto)"
-            )))
-        }
+        Some(name) => match plugin_named(name) {
+            Some(plugin) => found
+                .devices
+                .iter()
+                .find(|d| d.kind() == plugin)
+                .cloned()
+                .ok_or_else(|| {
+                    let why = match first_gpu {
+                        Some(_) => format!(
+                            "it drives none of the GPUs found ({})",
+                            found.plugin_reasons.join("; ")
+                        ),
+                        None => no_gpu(),
+                    };
+                    Error::NoDevice(format!("OFFLOAD_BACKEND={name}, but {why}"))
+                })?,
+            None => {
+                return Err(Error::NoDevice(format!(
+                    "OFFLOAD_BACKEND={name} is not a backend (use host, cuda, liboffload or auto)"
+                )))
+            }
+        },
     };
     if gpu_required() && !device.is_gpu() {
         return Err(Error::NoDevice(format!(

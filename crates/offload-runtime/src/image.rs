@@ -5,6 +5,9 @@ pub enum ImageFormat {
     Ptx,
     /// Machine code (from ptxas) for exactly `target`.
     Cubin,
+    /// A SPIR-V module (`target` `spirv64-v1.4`) for OpenCL devices, loaded with
+    /// `clCreateProgramWithIL`; built when `OFFLOAD_SPIRV=1`.
+    Spirv,
 }
 
 /// One compiled form of a crate's kernels, embedded by `offload::embed_images!`.
@@ -31,6 +34,16 @@ impl ImageSet {
     pub fn has_kernel(&self, kernel: &str) -> bool {
         !self.images.is_empty() && self.kernels.contains(&kernel)
     }
+}
+
+/// `"sm_90"` → 90 (`"sm_90a"` → 90).
+pub(crate) fn sm_number(target: &str) -> Option<u32> {
+    let digits: String = target
+        .strip_prefix("sm_")?
+        .chars()
+        .take_while(char::is_ascii_digit)
+        .collect();
+    digits.parse().ok()
 }
 
 #[cfg(test)]

@@ -35,8 +35,8 @@ pub mod stream;
 pub mod trace;
 mod transfer;
 
-pub use backend::{BackendKind, Limits, MemoryInfo};
-pub use device::{default_device, devices, Device};
+pub use backend::{BackendKind, Limits, MemoryInfo, Platform};
+pub use device::{default_device, devices, devices_of, Device};
 pub use device_slice::DeviceSlice;
 pub use device_vec::DeviceVec;
 pub use error::{Error, Result};

@@ -1,7 +1,7 @@
 //! What a plugin loads and launches: a kernel's code as plain data, and the plugin's handles of
 //! what it loaded.
 
-use super::host::HostThread;
+use crate::backend::packed::PackedArgs;
 use crate::image::DeviceImage;
 
 /// One form of a kernel's code that the layer above offers a plugin.
@@ -25,3 +25,11 @@ pub struct ImageHandle(pub u64);
 /// plugin only, valid until the device is released.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct EntryHandle(pub u64);
+
+/// A kernel's host build: runs one GPU thread (its ids set by the scheduler) with the launch's
+/// packed parameters.
+///
+/// # Safety
+/// The parameters are those of a launch of this kernel, as its launcher packs them, and every
+/// thread of the launch runs through the host plugin's scheduler.
+pub type HostThread = unsafe fn(&PackedArgs);

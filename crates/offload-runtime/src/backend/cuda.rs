@@ -2,12 +2,14 @@
 //! only `libcuda` is needed, and its absence just means no CUDA devices. Pageable host memory is
 //! copied through the pinned buffers of `cuda_staging`.
 
-use super::cuda_staging::{Staging, STAGE_FROM};
-use super::{
-    Backend, BackendKind, Code, DevicePtr, EntryHandle, EntryLimits, ImageHandle, Limits,
-    MemoryInfo, PackedArgs, QueueEvent, Shape,
+use crate::backend::code::{Code, EntryHandle, ImageHandle};
+use crate::backend::cuda_staging::{Staging, STAGE_FROM};
+use crate::backend::interface::{
+    Backend, BackendKind, DevicePtr, MemoryInfo, Platform, QueueEvent,
 };
-use crate::image::{DeviceImage, ImageFormat};
+use crate::backend::limits::{EntryLimits, Limits, Shape};
+use crate::backend::packed::PackedArgs;
+use crate::image::{sm_number, DeviceImage, ImageFormat};
 use crate::{Error, Result};
 use cudarc::driver::sys::{self, CUdevice_attribute as Attr, CUfunction_attribute as FuncAttr};
 use cudarc::driver::{result, CudaContext, CudaEvent, CudaStream, DriverError};
@@ -38,6 +40,8 @@ pub struct CudaBackend {
     stream: Arc<CudaStream>,
     name: String,
     compute_capability: (u32, u32),
+    /// Its UUID, to find the same GPU behind another plugin (`None` if the driver would not say).
+    uuid: Option<[u8; 16]>,
     limits: Limits,
     /// Shared by the streams of the device.
     shared: Arc<Shared>,
@@ -95,6 +99,7 @@ impl CudaBackend {
             stream,
             name,
             compute_capability: (major as u32, minor as u32),
+            uuid: ctx.uuid().ok().map(|u| u.bytes.map(|b| b as u8)),
             limits,
             shared: Arc::new(Shared {
                 ctx: ctx.clone(),
@@ -217,22 +222,22 @@ fn image_rank(sm: u32, image: &DeviceImage) -> Option<u32> {
     match image.format {
         ImageFormat::Cubin => (target == sm).then_some(u32::MAX),
         ImageFormat::Ptx => (target <= sm).then_some(target),
+        // For OpenCL devices.
+        ImageFormat::Spirv => None,
     }
-}
-
-/// `"sm_90"` → 90 (`"sm_90a"` → 90).
-fn sm_number(target: &str) -> Option<u32> {
-    let digits: String = target
-        .strip_prefix("sm_")?
-        .chars()
-        .take_while(char::is_ascii_digit)
-        .collect();
-    digits.parse().ok()
 }
 
 impl Backend for CudaBackend {
     fn kind(&self) -> BackendKind {
         BackendKind::Cuda
+    }
+
+    fn platform(&self) -> Platform {
+        Platform::Cuda
+    }
+
+    fn uuid(&self) -> Option<[u8; 16]> {
+        self.uuid
     }
 
     fn name(&self) -> &str {
@@ -557,6 +562,7 @@ impl Backend for CudaBackend {
             stream,
             name: self.name.clone(),
             compute_capability: self.compute_capability,
+            uuid: self.uuid,
             limits: self.limits,
             shared: self.shared.clone(),
         }))

@@ -7,10 +7,12 @@
 
 pub mod scheduler;
 
-use super::{
-    Backend, BackendKind, Code, DevicePtr, EntryHandle, EntryLimits, ImageHandle, Limits,
-    MemoryInfo, PackedArgs, QueueEvent, Shape,
+use crate::backend::code::{Code, EntryHandle, HostThread, ImageHandle};
+use crate::backend::interface::{
+    Backend, BackendKind, DevicePtr, MemoryInfo, Platform, QueueEvent,
 };
+use crate::backend::limits::{EntryLimits, Limits, Shape};
+use crate::backend::packed::PackedArgs;
 use crate::{Error, Result};
 use offload_kernel::Dim3;
 use rayon::prelude::*;
@@ -21,14 +23,6 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
 use std::time::{Duration, Instant};
-
-/// A kernel's host build: runs one GPU thread (its ids set by the scheduler) with the launch's
-/// packed parameters.
-///
-/// # Safety
-/// The parameters are those of a launch of this kernel, as its launcher packs them, and every
-/// thread of the launch runs through the host plugin's scheduler.
-pub type HostThread = unsafe fn(&PackedArgs);
 
 /// Alignment of `alloc`'s memory, as CUDA's.
 const ALLOC_ALIGN: usize = 256;
@@ -140,6 +134,14 @@ impl HostBackend {
 impl Backend for HostBackend {
     fn kind(&self) -> BackendKind {
         BackendKind::Host
+    }
+
+    fn platform(&self) -> Platform {
+        Platform::Host
+    }
+
+    fn uuid(&self) -> Option<[u8; 16]> {
+        None
     }
 
     fn name(&self) -> &str {

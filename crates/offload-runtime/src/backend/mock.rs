@@ -6,10 +6,12 @@
 //! the layers above the plugins (present table, regions, transfers, image caching, panic
 //! reporting, trace counters) be tested on machines without a GPU.
 
-use super::{
-    Backend, BackendKind, Code, DevicePtr, EntryHandle, EntryLimits, ImageHandle, Limits,
-    MemoryInfo, PackedArgs, QueueEvent, Shape,
+use crate::backend::code::{Code, EntryHandle, ImageHandle};
+use crate::backend::interface::{
+    Backend, BackendKind, DevicePtr, MemoryInfo, Platform, QueueEvent,
 };
+use crate::backend::limits::{EntryLimits, Limits, Shape};
+use crate::backend::packed::PackedArgs;
 use crate::{Error, Result};
 use offload_kernel::panic_record::PanicRecord;
 use offload_kernel::Dim3;
@@ -40,6 +42,9 @@ pub(crate) struct MockGpu {
     /// panic record after every launch.
     pub maps_pinned: AtomicBool,
     released: AtomicBool,
+    /// Which plugin it poses as, for which GPU, at which ordinal, with which UUID (discovery
+    /// tests).
+    pub identity: (BackendKind, Platform, usize, Option<[u8; 16]>),
 }
 
 impl MockGpu {
@@ -54,6 +59,7 @@ impl MockGpu {
             panic_next: Mutex::new(None),
             maps_pinned: AtomicBool::new(true),
             released: AtomicBool::new(false),
+            identity: (BackendKind::Cuda, Platform::Cuda, 0, None),
         }
     }
 
@@ -132,13 +138,19 @@ fn pinned_layout(bytes: usize) -> Layout {
 
 impl Backend for MockGpu {
     fn kind(&self) -> BackendKind {
-        BackendKind::Cuda
+        self.identity.0
+    }
+    fn platform(&self) -> Platform {
+        self.identity.1
+    }
+    fn uuid(&self) -> Option<[u8; 16]> {
+        self.identity.3
     }
     fn name(&self) -> &str {
         "mock GPU"
     }
     fn ordinal(&self) -> usize {
-        0
+        self.identity.2
     }
     fn limits(&self) -> Limits {
         Limits {
