@@ -5,6 +5,10 @@ use offload::half::{bf16, f16};
 use offload::prelude::*;
 
 pub mod block;
+pub mod gemm_bf16;
+mod gemm_tiles;
+pub mod sgemm_tf32;
+pub mod tensor;
 
 /// `y = a * x + y`, reading and writing 16 bytes (four elements) at a time where `x` and `y`
 /// are aligned alike.

@@ -16,6 +16,7 @@
 extern crate std;
 
 mod arith;
+mod async_copy;
 mod atomic;
 mod block_tiles;
 mod device_copy;
@@ -26,11 +27,14 @@ pub mod host_block;
 mod index;
 pub mod math;
 mod mine_with;
+pub mod mma;
 #[doc(hidden)]
 pub mod panic_record;
 mod scatter;
 mod shared;
 mod shared_atomic;
+#[cfg(all(target_arch = "nvptx64", not(feature = "spirv")))]
+mod shared_window;
 #[cfg(all(target_arch = "nvptx64", feature = "spirv"))]
 mod spirv;
 mod sync;
@@ -38,6 +42,10 @@ mod thread_slice;
 mod warp;
 mod wide;
 
+pub use async_copy::{
+    commit_async_copies, copy_async_chunk, copy_async_chunk_unchecked, wait_async_copies,
+    ASYNC_CHUNK_BYTES,
+};
 pub use atomic::Atomic;
 pub use block_tiles::{BlockTileIter, BlockTiles, Tile, TileMineIter};
 pub use device_copy::DeviceCopy;
