@@ -66,6 +66,7 @@ host_test!(
     device_slices_chain_kernels_on_streams,
     events_order_and_time_streams,
     panic_on_a_stream_is_an_error,
+    aliased_device_slices_are_refused,
 );
 
 #[test]

@@ -373,14 +373,14 @@ fn expand_host(
                     return ::core::result::Result::Err(::offload::Error::InvalidArgument {
                         kernel: #name_str,
                         argument: #n_str,
-                        reason: "is a null pointer",
+                        reason: ::core::convert::Into::into("is a null pointer"),
                     });
                 }
                 if !#n.is_aligned() {
                     return ::core::result::Result::Err(::offload::Error::InvalidArgument {
                         kernel: #name_str,
                         argument: #n_str,
-                        reason: "is not aligned for its pointee type",
+                        reason: ::core::convert::Into::into("is not aligned for its pointee type"),
                     });
                 }
             }
@@ -468,15 +468,18 @@ fn expand_host(
     let mut enqueue_generics = inner.clone();
     enqueue_generics.params.insert(0, parse_quote! { 's });
     let (enqueue_generics, _, _) = enqueue_generics.split_for_impl();
+    let param_names: Vec<String> = params.iter().map(|p| p.name.to_string()).collect();
     let descriptor = if generic {
-        generic_descriptor(func, instances, &images_expr)
+        generic_descriptor(func, &param_names, instances, &images_expr)
     } else {
         quote! {
-            /// The kernel's descriptor: its name, the device images holding it, and its host entry.
+            /// The kernel's descriptor: its name, the device images holding it, its host entry
+            /// and its parameters' names.
             pub static KERNEL: ::offload::__private::Kernel = ::offload::__private::Kernel {
                 name: #name_str,
                 images: &#images_expr,
                 host_thread,
+                params: &[#(#param_names),*],
             };
         }
     };
@@ -566,7 +569,12 @@ fn expand_host(
 /// For a generic kernel: `Instance<…>` names a choice of generic arguments, and the sealed trait
 /// `Declared`, implemented for the declared instances only, gives each its descriptor. Launching
 /// any other instance fails to compile with the trait's message.
-fn generic_descriptor(func: &ItemFn, instances: &[Instance], images: &TokenStream) -> TokenStream {
+fn generic_descriptor(
+    func: &ItemFn,
+    param_names: &[String],
+    instances: &[Instance],
+    images: &TokenStream,
+) -> TokenStream {
     let name = &func.sig.ident;
     let name_str = name.to_string();
     let generics = &func.sig.generics;
@@ -604,6 +612,7 @@ fn generic_descriptor(func: &ItemFn, instances: &[Instance], images: &TokenStrea
                         name: #entry,
                         images: &#images,
                         host_thread: host_thread::<#args>,
+                        params: &[#(#param_names),*],
                     };
                     &KERNEL
                 }

@@ -10,6 +10,12 @@
 //! scope is ordered with no stream). Unordered uses give unspecified values (`DeviceCopy` types
 //! accept any bits), never a freed buffer.
 //! On the host device it is host memory, and queued work is done at once.
+//!
+//! Within one launch, a slice that a parameter writes (`&mut [T]`) may share no element with
+//! another argument: read-only `&[T]` parameters are read through the non-coherent cache and may
+//! not see the writes, and two writers race. A launch or `enqueue` given overlapping device
+//! ranges where one is written is refused with [`crate::Error::InvalidArgument`] naming both
+//! parameters, before anything is queued or moved. Read-only uses may overlap freely.
 
 use crate::backend::{Backend, DevicePtr};
 use crate::kernel::KernelArg;
@@ -52,7 +58,7 @@ impl<T: DeviceCopy> DeviceSlice<'_, T> {
     }
 
     fn kernel_arg<'a>(&self, writable: bool) -> KernelArg<'a> {
-        KernelArg::resident(self.device_id, self.addr, self.len, writable)
+        KernelArg::resident::<T>(self.device_id, self.addr, self.len, writable)
     }
 }
 

@@ -188,7 +188,7 @@ impl<T: DeviceCopy> DeviceVec<T> {
     }
 
     fn kernel_arg<'a>(&self, writable: bool) -> KernelArg<'a> {
-        KernelArg::resident(self.device.id(), self.ptr.0, self.len, writable)
+        KernelArg::resident::<T>(self.device.id(), self.ptr.0, self.len, writable)
     }
 }
 

@@ -35,7 +35,8 @@ pub enum Error {
         reason: String,
     },
 
-    /// An argument cannot be passed to the kernel (a null raw pointer, say); nothing was launched.
+    /// An argument cannot be passed to the kernel (a null raw pointer, device memory that
+    /// another argument writes, say); nothing was launched.
     #[error("kernel `{kernel}`: argument `{argument}` {reason}")]
     InvalidArgument {
         /// The kernel (or the operation, such as `offload::DeviceVec`) it concerns.
@@ -43,7 +44,7 @@ pub enum Error {
         /// The parameter's name.
         argument: &'static str,
         /// What is wrong with it.
-        reason: &'static str,
+        reason: String,
     },
 
     /// The device has not enough free memory for the launch's data.

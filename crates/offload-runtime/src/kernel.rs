@@ -16,6 +16,8 @@ pub struct Kernel {
     pub images: &'static ImageSet,
     /// Its host build, which the host CPU plugin runs.
     pub host_thread: HostThread,
+    /// Its parameters' names, in launch-argument order (for errors that name an argument).
+    pub params: &'static [&'static str],
 }
 
 /// One launch argument, borrowed from the caller for the duration of the launch.
@@ -57,6 +59,7 @@ pub(crate) enum ArgData {
         device: usize,
         addr: u64,
         len: usize,
+        elem_size: usize,
         writable: bool,
     },
 }
@@ -144,13 +147,19 @@ impl<'a> KernelArg<'a> {
         })
     }
 
-    /// `len` elements at `addr` on the device with id `device` (`DeviceVec`, a region's
+    /// `len` elements of `T` at `addr` on the device with id `device` (`DeviceVec`, a region's
     /// mapped handle, a stream scope's device slice).
-    pub(crate) fn resident(device: usize, addr: u64, len: usize, writable: bool) -> Self {
+    pub(crate) fn resident<T: DeviceCopy>(
+        device: usize,
+        addr: u64,
+        len: usize,
+        writable: bool,
+    ) -> Self {
         Self::new(ArgData::Resident {
             device,
             addr,
             len,
+            elem_size: size_of::<T>(),
             writable,
         })
     }

@@ -81,13 +81,15 @@ impl<'d> Launch<'d> {
     }
 
     /// The shape of a launch of `kernel` on `device` and the kernel's entry there (its code
-    /// loaded on first use), checked against both.
+    /// loaded on first use), checked against both, once the arguments are known not to share
+    /// written device memory.
     pub(crate) fn prepare(
         &self,
         kernel: &'static Kernel,
         device: &Device,
         args: &[KernelArg<'_>],
     ) -> Result<(Shape, Entry)> {
+        crate::aliasing::check_disjoint(kernel, args)?;
         let shape = self.resolve(kernel.name, device, args)?;
         let entry = device.entry(kernel)?;
         let limit = device.limits().max_shared_per_block;
@@ -389,6 +391,7 @@ mod tests {
                 name,
                 images,
                 host_thread: host_build,
+                params: &["value", "out"],
             }
         }
         static FILL: Kernel = kernel("fill", &GOOD);

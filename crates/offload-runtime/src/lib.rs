@@ -16,6 +16,7 @@
 //! (`backend::cuda`, `backend::host`), which launches. `stream::enqueue` does the same on a
 //! stream's own queue without waiting.
 
+mod aliasing;
 pub mod backend;
 mod device;
 mod device_slice;

@@ -309,7 +309,7 @@ impl<'r, T: DeviceCopy> Mapped<'r, T> {
     }
 
     fn kernel_arg<'a>(&self) -> KernelArg<'a> {
-        KernelArg::resident(self.device, self.addr, self.len, false)
+        KernelArg::resident::<T>(self.device, self.addr, self.len, false)
     }
 }
 
@@ -342,7 +342,7 @@ impl<T: DeviceCopy> MappedMut<'_, T> {
     }
 
     fn kernel_arg<'a>(&self, writable: bool) -> KernelArg<'a> {
-        KernelArg::resident(self.device.id(), self.addr, self.len, writable)
+        KernelArg::resident::<T>(self.device.id(), self.addr, self.len, writable)
     }
 
     fn host(&mut self) -> &mut [T] {
@@ -455,6 +455,7 @@ mod tests {
         name: "saxpy",
         images: &MOCK_IMAGES,
         host_thread: no_host_thread,
+        params: &["a", "x", "y"],
     };
 
     fn mock(capacity: usize) -> (Arc<MockGpu>, Device) {

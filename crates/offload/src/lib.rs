@@ -54,8 +54,6 @@ pub mod std_offload {
 
 /// What a kernels module usually imports.
 pub mod prelude {
-    pub use offload_kernel::{commit_async_copies, copy_async_chunk, wait_async_copies};
-    pub use offload_kernel::{math, mma};
     pub use offload_kernel::{
         ballot, lane_id, shuffle, shuffle_down, shuffle_up, shuffle_xor, sync_warp, vote_all,
         vote_any, warp_id, warp_max, warp_min, warp_reduce, warp_sum,
@@ -66,6 +64,8 @@ pub mod prelude {
         DeviceCopy, Dim3, Grid2, Grid3, Scattered, SharedSlice, ThreadSlice, Tile, WideElement,
         Window2, Window3,
     };
+    pub use offload_kernel::{commit_async_copies, copy_async_chunk, wait_async_copies};
+    pub use offload_kernel::{math, mma};
     pub use offload_macros::DeviceCopy;
 }
 

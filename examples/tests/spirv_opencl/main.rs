@@ -219,8 +219,7 @@ fn warp_operations_match_the_host_backend() {
             .map(|c| unsafe { std::ptr::read_unaligned(c.as_ptr().cast()) })
             .collect();
         let mut want = vec![warps::WarpResults::default(); values.len()];
-        warps::warp_operations::launch(host_launch(1, 96), live_lanes, &values, &mut want)
-            .unwrap();
+        warps::warp_operations::launch(host_launch(1, 96), live_lanes, &values, &mut want).unwrap();
         for (i, (got, want)) in out.iter().zip(&want).enumerate() {
             let lane = i as u32 % 32;
             if lane >= live_lanes {
@@ -261,7 +260,10 @@ fn shared_memory_and_barriers_match_the_host_backend() {
     let cl = cl.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
     let x = floats(3000, 4);
     let n = x.len();
-    for (kernel, dynamic) in [("reverse_chunks", 0usize), ("reverse_chunks_dynamic", 4 * 128)] {
+    for (kernel, dynamic) in [
+        ("reverse_chunks", 0usize),
+        ("reverse_chunks_dynamic", 4 * 128),
+    ] {
         let mut out = vec![f32::NAN; n];
         let mut b = Buffers::new(&cl);
         let args = [
@@ -289,8 +291,14 @@ fn shared_memory_and_barriers_match_the_host_backend() {
     let mut b = Buffers::new(&cl);
     let len = 128usize;
     let args = [b.output(as_bytes_mut(&mut out)), Arg::Value(bytes_of(&len))];
-    cl.launch("barrier_after_early_return", [2, 1, 1], [64, 1, 1], 0, &args)
-        .unwrap();
+    cl.launch(
+        "barrier_after_early_return",
+        [2, 1, 1],
+        [64, 1, 1],
+        0,
+        &args,
+    )
+    .unwrap();
     b.finish();
     let mut want = vec![0u32; 128];
     block::barrier_after_early_return::launch(host_launch(2, 64), &mut want).unwrap();
@@ -303,7 +311,10 @@ fn atomics_match_the_host_backend() {
         return;
     };
     let cl = cl.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-    let values: Vec<f32> = floats(20_000, 5).iter().map(|v| (v + 10.0) / 20.0).collect();
+    let values: Vec<f32> = floats(20_000, 5)
+        .iter()
+        .map(|v| (v + 10.0) / 20.0)
+        .collect();
     let (n, bin_count) = (values.len(), 37usize);
     let mut bins = vec![0u32; bin_count];
     let mut b = Buffers::new(&cl);
@@ -348,7 +359,10 @@ fn a_kernel_panic_is_recorded_and_the_device_stays_usable() {
         message.starts_with("panicked at src/kernels/block.rs:"),
         "{message}"
     );
-    assert!(record.block.iter().all(|&b| b < 3) && record.thread[0] < 64, "{message}");
+    assert!(
+        record.block.iter().all(|&b| b < 3) && record.thread[0] < 64,
+        "{message}"
+    );
     // The record was re-armed, and the next launch runs normally.
     assert_eq!(cl.take_panic_record().unwrap().flag, 0);
     let (mut y, ten, two) = (vec![1.0f32; 10], 10usize, 2.0f32);

@@ -67,11 +67,22 @@ api! {
     clGetExtensionFunctionAddressForPlatform: fn(Handle, *const i8) -> *mut c_void;
 }
 
-type DeviceMemAlloc = unsafe extern "C" fn(Handle, Handle, *const u64, usize, u32, *mut Status) -> *mut c_void;
+type DeviceMemAlloc =
+    unsafe extern "C" fn(Handle, Handle, *const u64, usize, u32, *mut Status) -> *mut c_void;
 type MemFree = unsafe extern "C" fn(Handle, *mut c_void) -> Status;
 type SetArgPointer = unsafe extern "C" fn(Handle, u32, *const c_void) -> Status;
-type Memcpy = unsafe extern "C" fn(Handle, u32, *mut c_void, *const c_void, usize, u32, *const Handle, *mut Handle) -> Status;
-type GlobalPointer = unsafe extern "C" fn(Handle, Handle, *const i8, *mut usize, *mut *mut c_void) -> Status;
+type Memcpy = unsafe extern "C" fn(
+    Handle,
+    u32,
+    *mut c_void,
+    *const c_void,
+    usize,
+    u32,
+    *const Handle,
+    *mut Handle,
+) -> Status;
+type GlobalPointer =
+    unsafe extern "C" fn(Handle, Handle, *const i8, *mut usize, *mut *mut c_void) -> Status;
 
 /// A device with the kernels module's program built for it.
 pub struct OpenCl {
@@ -113,15 +124,25 @@ impl OpenCl {
         unsafe {
             let mut platforms = [null_mut(); 8];
             let mut count = 0;
-            check("clGetPlatformIDs", (api.clGetPlatformIDs)(8, platforms.as_mut_ptr(), &mut count))?;
+            check(
+                "clGetPlatformIDs",
+                (api.clGetPlatformIDs)(8, platforms.as_mut_ptr(), &mut count),
+            )?;
             for &platform in &platforms[..count.min(8) as usize] {
                 let mut device = null_mut();
-                if (api.clGetDeviceIDs)(platform, DEVICE_TYPE_ALL, 1, &mut device, null_mut()) != 0 {
+                if (api.clGetDeviceIDs)(platform, DEVICE_TYPE_ALL, 1, &mut device, null_mut()) != 0
+                {
                     continue;
                 }
                 let mut il = [0u8; 256];
                 let mut len = 0;
-                (api.clGetDeviceInfo)(device, DEVICE_IL_VERSION, il.len(), il.as_mut_ptr().cast(), &mut len);
+                (api.clGetDeviceInfo)(
+                    device,
+                    DEVICE_IL_VERSION,
+                    il.len(),
+                    il.as_mut_ptr().cast(),
+                    &mut len,
+                );
                 if !String::from_utf8_lossy(&il[..len]).contains("SPIR-V_1.4") {
                     continue;
                 }
@@ -143,18 +164,33 @@ impl OpenCl {
         // SAFETY: as in `load`.
         unsafe {
             let mut status = 0;
-            let context = (api.clCreateContext)(null(), 1, &device, null(), null_mut(), &mut status);
+            let context =
+                (api.clCreateContext)(null(), 1, &device, null(), null_mut(), &mut status);
             check("clCreateContext", status)?;
-            let queue = (api.clCreateCommandQueueWithProperties)(context, device, null(), &mut status);
+            let queue =
+                (api.clCreateCommandQueueWithProperties)(context, device, null(), &mut status);
             check("clCreateCommandQueueWithProperties", status)?;
-            let program = (api.clCreateProgramWithIL)(context, spirv.as_ptr().cast(), spirv.len(), &mut status);
+            let program = (api.clCreateProgramWithIL)(
+                context,
+                spirv.as_ptr().cast(),
+                spirv.len(),
+                &mut status,
+            );
             check("clCreateProgramWithIL", status)?;
             let options = CString::new(BUILD_OPTIONS).unwrap();
-            let built = (api.clBuildProgram)(program, 1, &device, options.as_ptr(), null(), null_mut());
+            let built =
+                (api.clBuildProgram)(program, 1, &device, options.as_ptr(), null(), null_mut());
             if built != 0 {
                 let mut log = vec![0u8; 1 << 20];
                 let mut len = 0;
-                (api.clGetProgramBuildInfo)(program, device, PROGRAM_BUILD_LOG, log.len(), log.as_mut_ptr().cast(), &mut len);
+                (api.clGetProgramBuildInfo)(
+                    program,
+                    device,
+                    PROGRAM_BUILD_LOG,
+                    log.len(),
+                    log.as_mut_ptr().cast(),
+                    &mut len,
+                );
                 return Err(format!(
                     "clBuildProgram failed ({built}): {}",
                     String::from_utf8_lossy(&log[..len.min(log.len())])
@@ -163,18 +199,34 @@ impl OpenCl {
             let ext = |name: &str| -> Result<*mut c_void, String> {
                 let c = CString::new(name).unwrap();
                 let f = (api.clGetExtensionFunctionAddressForPlatform)(platform, c.as_ptr());
-                if f.is_null() { Err(format!("the platform lacks {name}")) } else { Ok(f) }
+                if f.is_null() {
+                    Err(format!("the platform lacks {name}"))
+                } else {
+                    Ok(f)
+                }
             };
             let mut name = [0u8; 256];
             let mut len = 0;
-            (api.clGetDeviceInfo)(device, 0x102B, name.len(), name.as_mut_ptr().cast(), &mut len);
+            (api.clGetDeviceInfo)(
+                device,
+                0x102B,
+                name.len(),
+                name.as_mut_ptr().cast(),
+                &mut len,
+            );
             let device_name = String::from_utf8_lossy(&name[..len.saturating_sub(1)]).into_owned();
             Ok(OpenCl {
-                alloc: std::mem::transmute::<*mut c_void, DeviceMemAlloc>(ext("clDeviceMemAllocINTEL")?),
+                alloc: std::mem::transmute::<*mut c_void, DeviceMemAlloc>(ext(
+                    "clDeviceMemAllocINTEL",
+                )?),
                 free: std::mem::transmute::<*mut c_void, MemFree>(ext("clMemBlockingFreeINTEL")?),
-                set_arg_pointer: std::mem::transmute::<*mut c_void, SetArgPointer>(ext("clSetKernelArgMemPointerINTEL")?),
+                set_arg_pointer: std::mem::transmute::<*mut c_void, SetArgPointer>(ext(
+                    "clSetKernelArgMemPointerINTEL",
+                )?),
                 memcpy: std::mem::transmute::<*mut c_void, Memcpy>(ext("clEnqueueMemcpyINTEL")?),
-                global_pointer: std::mem::transmute::<*mut c_void, GlobalPointer>(ext("clGetDeviceGlobalVariablePointerINTEL")?),
+                global_pointer: std::mem::transmute::<*mut c_void, GlobalPointer>(ext(
+                    "clGetDeviceGlobalVariablePointerINTEL",
+                )?),
                 api,
                 device,
                 context,
@@ -191,9 +243,28 @@ impl OpenCl {
         let mut status = 0;
         // SAFETY: a USM device allocation of at least one byte; the copy reads `data` whole.
         unsafe {
-            let ptr = (self.alloc)(self.context, self.device, null(), data.len().max(1), 0, &mut status);
+            let ptr = (self.alloc)(
+                self.context,
+                self.device,
+                null(),
+                data.len().max(1),
+                0,
+                &mut status,
+            );
             check("clDeviceMemAllocINTEL", status)?;
-            check("clEnqueueMemcpyINTEL", (self.memcpy)(self.queue, 1, ptr, data.as_ptr().cast(), data.len(), 0, null(), null_mut()))?;
+            check(
+                "clEnqueueMemcpyINTEL",
+                (self.memcpy)(
+                    self.queue,
+                    1,
+                    ptr,
+                    data.as_ptr().cast(),
+                    data.len(),
+                    0,
+                    null(),
+                    null_mut(),
+                ),
+            )?;
             Ok(ptr)
         }
     }
@@ -202,14 +273,33 @@ impl OpenCl {
     pub fn download(&self, ptr: *mut c_void, data: &mut [u8]) -> Result<(), String> {
         // SAFETY: `ptr` holds `data.len()` bytes (it came from `upload` of that many).
         unsafe {
-            check("clEnqueueMemcpyINTEL", (self.memcpy)(self.queue, 1, data.as_mut_ptr().cast(), ptr, data.len(), 0, null(), null_mut()))?;
+            check(
+                "clEnqueueMemcpyINTEL",
+                (self.memcpy)(
+                    self.queue,
+                    1,
+                    data.as_mut_ptr().cast(),
+                    ptr,
+                    data.len(),
+                    0,
+                    null(),
+                    null_mut(),
+                ),
+            )?;
             check("clMemBlockingFreeINTEL", (self.free)(self.context, ptr))
         }
     }
 
     /// Runs `kernel` over `grid` blocks of `block` threads with `dynamic_shared` bytes of
     /// dynamic shared memory, and waits for it.
-    pub fn launch(&self, kernel: &str, grid: [usize; 3], block: [usize; 3], dynamic_shared: usize, args: &[Arg<'_>]) -> Result<(), String> {
+    pub fn launch(
+        &self,
+        kernel: &str,
+        grid: [usize; 3],
+        block: [usize; 3],
+        dynamic_shared: usize,
+        args: &[Arg<'_>],
+    ) -> Result<(), String> {
         let name = CString::new(kernel).unwrap();
         let mut status = 0;
         // SAFETY: the arguments match the kernel's parameters in offload's device ABI (the
@@ -221,18 +311,36 @@ impl OpenCl {
             for arg in args {
                 let status = match arg {
                     Arg::Buffer(ptr) => (self.set_arg_pointer)(k, index, *ptr),
-                    Arg::Value(bytes) => (self.api.clSetKernelArg)(k, index, bytes.len(), bytes.as_ptr().cast()),
+                    Arg::Value(bytes) => {
+                        (self.api.clSetKernelArg)(k, index, bytes.len(), bytes.as_ptr().cast())
+                    }
                 };
                 check("setting an argument", status)?;
                 index += 1;
             }
-            check("the local memory argument", (self.api.clSetKernelArg)(k, index, dynamic_shared.max(16), null()))?;
+            check(
+                "the local memory argument",
+                (self.api.clSetKernelArg)(k, index, dynamic_shared.max(16), null()),
+            )?;
             let bytes = dynamic_shared as u64;
-            check("the local memory size", (self.api.clSetKernelArg)(k, index + 1, 8, (&bytes as *const u64).cast()))?;
+            check(
+                "the local memory size",
+                (self.api.clSetKernelArg)(k, index + 1, 8, (&bytes as *const u64).cast()),
+            )?;
             let global = [grid[0] * block[0], grid[1] * block[1], grid[2] * block[2]];
             let result = check(
                 "clEnqueueNDRangeKernel",
-                (self.api.clEnqueueNDRangeKernel)(self.queue, k, 3, null(), global.as_ptr(), block.as_ptr(), 0, null(), null_mut()),
+                (self.api.clEnqueueNDRangeKernel)(
+                    self.queue,
+                    k,
+                    3,
+                    null(),
+                    global.as_ptr(),
+                    block.as_ptr(),
+                    0,
+                    null(),
+                    null_mut(),
+                ),
             )
             .and_then(|()| check("clFinish", (self.api.clFinish)(self.queue)));
             (self.api.clReleaseKernel)(k);
@@ -249,14 +357,47 @@ impl OpenCl {
         // SAFETY: the global's address and size come from the runtime; the record is plain
         // bytes of exactly that size (checked).
         unsafe {
-            check("clGetDeviceGlobalVariablePointerINTEL", (self.global_pointer)(self.device, self.program, name.as_ptr(), &mut size, &mut ptr))?;
+            check(
+                "clGetDeviceGlobalVariablePointerINTEL",
+                (self.global_pointer)(
+                    self.device,
+                    self.program,
+                    name.as_ptr(),
+                    &mut size,
+                    &mut ptr,
+                ),
+            )?;
             if size != std::mem::size_of::<PanicRecord>() {
                 return Err(format!("OFFLOAD_PANIC_RECORD has {size} bytes"));
             }
             let bytes = record.as_bytes_mut();
-            check("reading the record", (self.memcpy)(self.queue, 1, bytes.as_mut_ptr().cast(), ptr, size, 0, null(), null_mut()))?;
+            check(
+                "reading the record",
+                (self.memcpy)(
+                    self.queue,
+                    1,
+                    bytes.as_mut_ptr().cast(),
+                    ptr,
+                    size,
+                    0,
+                    null(),
+                    null_mut(),
+                ),
+            )?;
             let zero = PanicRecord::ZERO;
-            check("zeroing the record", (self.memcpy)(self.queue, 1, ptr, (&zero as *const PanicRecord).cast(), size, 0, null(), null_mut()))?;
+            check(
+                "zeroing the record",
+                (self.memcpy)(
+                    self.queue,
+                    1,
+                    ptr,
+                    (&zero as *const PanicRecord).cast(),
+                    size,
+                    0,
+                    null(),
+                    null_mut(),
+                ),
+            )?;
         }
         Ok(record)
     }
