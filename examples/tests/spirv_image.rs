@@ -162,10 +162,18 @@ fn warp_kernels_require_sub_groups_of_32() {
     };
     let words = spirv_image::words(bytes).unwrap();
     for k in spirv_image::kernels(&words).unwrap() {
-        let uses_warps = matches!(
-            k.name.as_str(),
-            "warp_operations" | "divergent_warp_sum" | "dot"
-        );
+        // The warp examples, and the tensor-core kernels (warp-level by nature: each lane
+        // holds a piece of a fragment).
+        let name = k.name.as_str();
+        let uses_warps = matches!(name, "warp_operations" | "divergent_warp_sum" | "dot")
+            || [
+                "fragments_from_shared",
+                "gemm_bf16__",
+                "mma_tiles_",
+                "sgemm_tf32x3__",
+            ]
+            .iter()
+            .any(|p| name.starts_with(p));
         let expected = uses_warps.then_some(offload::WARP_SIZE);
         assert_eq!(k.subgroup_size, expected, "{}", k.name);
     }
