@@ -2,7 +2,7 @@
 //!
 //! A warp multiplies small tiles together: `D = A · B + C`. Each lane holds a *fragment* of every
 //! tile, a few values at positions that the shape fixes (PTX ISA, "Matrix Fragments for mma").
-//! A fragment is an ordinary per-lane value (`Copy`, in registers); [`position`]-style methods say
+//! A fragment is an ordinary per-lane value (`Copy`, in registers); `position`-style methods say
 //! which rows and columns the calling lane holds, so a kernel can fill fragments from anywhere
 //! (`from_fn`), load them from global memory through a [`MatrixRef`] (zeros outside the matrix),
 //! or from shared memory with `ldmatrix` (16-bit elements and tf32), and store accumulators back.
