@@ -5,7 +5,7 @@
 //! - plugins (`backend`): one [`backend::Backend`] trait, a plugin per kind of device (CUDA,
 //!   the host CPU), knowing devices, memory, images, packed launches, queues and events; with the
 //!   plain data they share (`image`, `error`);
-//! - mapping (`device`, `loaded`, `kernel`, `transfer`, `present`, `trace`, `report`): devices and
+//! - mapping (`device`, `loaded`, `kernel`, `transfer`, `bounce`, `present`, `trace`, `report`): devices and
 //!   the code they loaded (with panic records), what launchers hand the runtime, the per-launch
 //!   data movement and the present table, once for every plugin;
 //! - launch API (`launch`, `map`, `region`, `stream`, `device_vec`, `device_slice`, `pinned`):
@@ -18,6 +18,7 @@
 
 mod aliasing;
 pub mod backend;
+mod bounce;
 mod device;
 mod device_slice;
 mod device_vec;

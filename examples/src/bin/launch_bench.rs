@@ -241,8 +241,19 @@ fn small_copies(device: &Device, raw: &RawDriver, saxpy: RawFunction) -> Result<
         };
         theirs_alloc = theirs_alloc.min(batch(raw_alloc_step, || Ok(()))?);
     }
+    // One more of each from the same start: the same result.
+    y.fill(2.0);
+    raw_y.fill(2.0);
+    kernels::saxpy::launch(Launch::on(device), 1.0, &x, &mut y)?;
+    // SAFETY: as above.
+    unsafe {
+        raw.copy_to_device(params.y, &raw_y)?;
+        raw_saxpy(raw, saxpy, &mut params)?;
+        raw.copy_from_device(&mut raw_y, params.y)?;
+    }
+    raw.synchronize()?;
     free_raw(raw, &params)?;
-    if y != raw_y {
+    if y != raw_y || y[0] != 3.0 {
         return Err("offload's and the raw saxpy's results differ".into());
     }
     report(

@@ -20,6 +20,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
+/// Launch parameters passed to the driver without a heap allocation.
+const STACK_PARAMS: usize = 24;
+
 /// Every CUDA device, or why there are none to use.
 pub fn discover() -> std::result::Result<Vec<Arc<dyn Backend>>, String> {
     // SAFETY: only tries to open the driver library.
@@ -495,13 +498,21 @@ impl Backend for CudaBackend {
             .map_err(self.driver_error("setting the kernel's dynamic shared memory"))?;
         }
         // cuLaunchKernel takes a pointer to each parameter's bytes, and reads as many as the
-        // entry's parameter of that position has.
-        let mut pointers: Vec<*mut c_void> = args
-            .offsets()
-            .iter()
+        // entry's parameter of that position has. On the stack for the usual few parameters:
+        // the launch path allocates nothing here.
+        let offsets = args.offsets();
+        let mut on_stack = [std::ptr::null_mut::<c_void>(); STACK_PARAMS];
+        let mut on_heap = Vec::new();
+        let pointers = if offsets.len() <= STACK_PARAMS {
+            &mut on_stack[..offsets.len()]
+        } else {
+            on_heap.resize(offsets.len(), std::ptr::null_mut());
+            &mut on_heap[..]
+        };
+        for (pointer, &offset) in pointers.iter_mut().zip(offsets) {
             // SAFETY: every offset lies inside the buffer.
-            .map(|&offset| unsafe { args.as_ptr().add(offset) } as *mut c_void)
-            .collect();
+            *pointer = unsafe { args.as_ptr().add(offset) } as *mut c_void;
+        }
         // SAFETY: `function` comes from a loaded module; `pointers` point at the entry's
         // parameters (the trait contract) and stay alive for the call (the driver copies
         // parameter values at launch).
@@ -512,7 +523,7 @@ impl Backend for CudaBackend {
                 (block.x, block.y, block.z),
                 dynamic_shared,
                 self.stream.cu_stream(),
-                &mut pointers,
+                pointers,
             )
         }
         .map_err(|e| Error::Driver {
@@ -524,8 +535,9 @@ impl Backend for CudaBackend {
 
     fn synchronize(&self) -> Result<()> {
         self.bind()?;
-        self.stream
-            .synchronize()
+        // SAFETY: the stream is alive; the context is bound (the stream's own `synchronize`
+        // would bind it again, a driver call more on every launch).
+        unsafe { result::stream::synchronize(self.stream.cu_stream()) }
             .map_err(self.driver_error("synchronizing"))
     }
 
