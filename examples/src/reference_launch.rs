@@ -3,7 +3,7 @@
 //! `cuStreamSynchronize`, `cuMemcpy*Async` and stream-captured graphs on a stream of its own,
 //! with no layer of offload in between.
 
-use cudarc::driver::sys::{self, CUstreamCaptureMode, CUgraphInstantiate_flags};
+use cudarc::driver::sys::{self, CUgraphInstantiate_flags, CUstreamCaptureMode};
 use cudarc::driver::{result, CudaContext, CudaStream, DriverError};
 use offload::{Device, ImageFormat, Platform};
 use std::ffi::{c_void, CString};

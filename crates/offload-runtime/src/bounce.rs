@@ -65,7 +65,12 @@ impl Bounce<'_> {
             return None;
         }
         if self.block.is_none() {
-            let pooled = self.pool.0.lock().unwrap_or_else(PoisonError::into_inner).pop();
+            let pooled = self
+                .pool
+                .0
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .pop();
             let block = match pooled {
                 Some(block) => block,
                 None => match self.backend.alloc_pinned(BOUNCE_BYTES) {

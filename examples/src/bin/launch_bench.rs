@@ -88,7 +88,13 @@ impl SaxpyParams {
     fn pointers(&mut self) -> [*mut c_void; 5] {
         let p = |v: &mut u64| v as *mut u64 as *mut c_void;
         let len = &mut self.len as *mut u64 as *mut c_void;
-        [&mut self.a as *mut f32 as *mut c_void, p(&mut self.x), len, p(&mut self.y), len]
+        [
+            &mut self.a as *mut f32 as *mut c_void,
+            p(&mut self.x),
+            len,
+            p(&mut self.y),
+            len,
+        ]
     }
 }
 
@@ -147,7 +153,10 @@ fn queueing(device: &Device, raw: &RawDriver, saxpy: RawFunction) -> Result<()> 
             }
             ours = ours.min(start.elapsed() / BATCH);
             stream.synchronize()?;
-            match batch(|| raw_saxpy(raw, saxpy, &mut params), || Ok(raw.synchronize()?)) {
+            match batch(
+                || raw_saxpy(raw, saxpy, &mut params),
+                || Ok(raw.synchronize()?),
+            ) {
                 Ok(t) => theirs = theirs.min(t),
                 Err(e) => {
                     raw_failed = Some(e);
@@ -162,7 +171,13 @@ fn queueing(device: &Device, raw: &RawDriver, saxpy: RawFunction) -> Result<()> 
     }
     free_raw(raw, &params)?;
     println!("launch cost, saxpy of {N} elements, best of {ROUNDS} batches of {BATCH}:");
-    report("queue on a stream (enqueue, device slices)", ours, "cuLaunchKernel", theirs, "<= 1.1x");
+    report(
+        "queue on a stream (enqueue, device slices)",
+        ours,
+        "cuLaunchKernel",
+        theirs,
+        "<= 1.1x",
+    );
     Ok(())
 }
 
@@ -172,7 +187,12 @@ fn resident_launch(device: &Device, raw: &RawDriver, saxpy: RawFunction) -> Resu
     let dx = DeviceVec::from_slice(device, &x)?;
     let mut dy = DeviceVec::from_slice(device, &y)?;
     let mut launch = || -> Result<()> {
-        Ok(kernels::saxpy::launch(Launch::on(device), 1.0, &dx, &mut dy)?)
+        Ok(kernels::saxpy::launch(
+            Launch::on(device),
+            1.0,
+            &dx,
+            &mut dy,
+        )?)
     };
     for _ in 0..10 {
         launch()?;
@@ -201,9 +221,8 @@ fn small_copies(device: &Device, raw: &RawDriver, saxpy: RawFunction) -> Result<
     let x = vec![1.0f32; N];
     let (mut y, mut raw_y) = (vec![2.0f32; N], vec![2.0f32; N]);
     let mut params = raw_buffers(raw, &x, &raw_y)?;
-    let mut launch = || -> Result<()> {
-        Ok(kernels::saxpy::launch(Launch::on(device), 1.0, &x, &mut y)?)
-    };
+    let mut launch =
+        || -> Result<()> { Ok(kernels::saxpy::launch(Launch::on(device), 1.0, &x, &mut y)?) };
     for _ in 0..10 {
         launch()?;
     }

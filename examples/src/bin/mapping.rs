@@ -35,7 +35,9 @@ fn main() -> Result<()> {
 fn transfers(device: &Device, bytes: usize) -> Result<()> {
     match mapped_copies::measure(device, bytes)? {
         Some(rows) => mapped_copies::print(bytes, &rows),
-        None => println!("transfers: no CUDA GPU (mapping is a no-op on the host), nothing to measure"),
+        None => {
+            println!("transfers: no CUDA GPU (mapping is a no-op on the host), nothing to measure")
+        }
     }
     Ok(())
 }

@@ -3,9 +3,10 @@
 //! copied through the pinned buffers of `cuda_staging`.
 
 use crate::backend::code::{Code, EntryHandle, ImageHandle};
+use crate::backend::cuda_graph;
 use crate::backend::cuda_staging::{Staging, STAGE_FROM};
 use crate::backend::interface::{
-    Backend, BackendKind, DevicePtr, MemoryInfo, Platform, QueueEvent,
+    Backend, BackendKind, DevicePtr, MemoryInfo, Platform, QueueEvent, RecordedWork,
 };
 use crate::backend::limits::{EntryLimits, Limits, Shape};
 use crate::backend::packed::PackedArgs;
@@ -55,8 +56,8 @@ struct Shared {
     ctx: Arc<CudaContext>,
     /// Every module loaded, for `release` and drop to unload.
     modules: Mutex<Vec<Module>>,
-    /// Set by [`Backend::release`].
-    released: AtomicBool,
+    /// Set by [`Backend::release`] (shared with recorded graphs, which refuse to replay then).
+    released: Arc<AtomicBool>,
     /// Pinned buffers for large copies.
     staging: Mutex<Staging>,
 }
@@ -107,7 +108,7 @@ impl CudaBackend {
             shared: Arc::new(Shared {
                 ctx: ctx.clone(),
                 modules: Mutex::new(Vec::new()),
-                released: AtomicBool::new(false),
+                released: Arc::new(AtomicBool::new(false)),
                 staging: Mutex::new(Staging::default()),
             }),
             ctx,
@@ -596,6 +597,19 @@ impl Backend for CudaBackend {
         self.stream
             .wait(&event.event)
             .map_err(self.driver_error("waiting for an event"))
+    }
+
+    fn begin_recording(&self) -> Result<bool> {
+        self.bind()?;
+        cuda_graph::begin(&self.stream).map_err(self.driver_error("starting a recording"))?;
+        Ok(true)
+    }
+
+    fn end_recording(&self) -> Result<Box<dyn RecordedWork>> {
+        self.bind()?;
+        let graph = cuda_graph::end(&self.ctx, &self.stream, &self.name, &self.shared.released)
+            .map_err(self.driver_error("ending a recording"))?;
+        Ok(Box::new(graph))
     }
 }
 
