@@ -9,12 +9,16 @@
 //!   same copies, launch and synchronize done raw (goal ≤ 1.2×);
 //! - Jacobi 4096² in a data region against the kernel-only time of the same launches (CUDA
 //!   events around back-to-back raw launches of the same shape; goal ≥ 0.8×);
+//! - record and replay: 20 saxpy launches recorded once (`Stream::record_graph`) and replayed,
+//!   against the same launches queued one by one and a raw stream-captured graph of them
+//!   (`cuGraphLaunch`), time per kernel until the stream drained (goal ≤ 2 µs);
 //! - mapped copies of 1 GiB of pageable memory against a pinned memcpy (goal ≥ 0.9×; the minimum
 //!   over the ways is printed).
 //!
 //! `cargo run --release -p offload-examples --bin launch_bench [-- copies]` (`copies`: the
 //! mapped copies only, for repeated invocations).
 
+use cudarc::driver::DriverError;
 use offload::{Device, DeviceVec, Launch};
 use offload_examples::reference_launch::{RawDriver, RawFunction};
 use offload_examples::{jacobi, kernels, mapped_copies};
@@ -44,6 +48,7 @@ fn main() -> Result<()> {
         resident_launch(&device, &raw, saxpy)?;
         small_copies(&device, &raw, saxpy)?;
         jacobi_in_region(&device, &raw, 4096, 200)?;
+        replay(&device, &raw, saxpy)?;
     }
     mapped(&device)?;
     Ok(())
@@ -126,11 +131,14 @@ fn free_raw(raw: &RawDriver, params: &SaxpyParams) -> Result<()> {
 }
 
 /// One raw saxpy launch of one block of `N` threads (the default shape for `N` elements).
-fn raw_saxpy(raw: &RawDriver, saxpy: RawFunction, params: &mut SaxpyParams) -> Result<()> {
+fn raw_saxpy(
+    raw: &RawDriver,
+    saxpy: RawFunction,
+    params: &mut SaxpyParams,
+) -> std::result::Result<(), DriverError> {
     let mut pointers = params.pointers();
     // SAFETY: saxpy's parameters; the buffers live until `free_raw`, after the stream drained.
-    unsafe { raw.launch(saxpy, 1, N as u32, &mut pointers)? };
-    Ok(())
+    unsafe { raw.launch(saxpy, 1, N as u32, &mut pointers) }
 }
 
 fn queueing(device: &Device, raw: &RawDriver, saxpy: RawFunction) -> Result<()> {
@@ -154,7 +162,7 @@ fn queueing(device: &Device, raw: &RawDriver, saxpy: RawFunction) -> Result<()> 
             ours = ours.min(start.elapsed() / BATCH);
             stream.synchronize()?;
             match batch(
-                || raw_saxpy(raw, saxpy, &mut params),
+                || Ok(raw_saxpy(raw, saxpy, &mut params)?),
                 || Ok(raw.synchronize()?),
             ) {
                 Ok(t) => theirs = theirs.min(t),
@@ -361,6 +369,87 @@ fn jacobi_in_region(device: &Device, raw: &RawDriver, side: u32, sweeps: usize) 
         region_ms / per,
         kernel_ms / per,
         kernel_ms / region_ms
+    );
+    Ok(())
+}
+
+/// Launches in a recorded sequence.
+const RECORDED: u32 = 20;
+/// Replays per timed round.
+const REPLAYS: u32 = 50;
+
+fn replay(device: &Device, raw: &RawDriver, saxpy: RawFunction) -> Result<()> {
+    let (x, y) = (vec![1.0f32; N], vec![2.0f32; N]);
+    let mut params = raw_buffers(raw, &x, &y)?;
+    let raw_graph =
+        raw.capture(|| (0..RECORDED).try_for_each(|_| raw_saxpy(raw, saxpy, &mut params)))?;
+    let kernels = RECORDED * REPLAYS;
+    let (mut replayed, mut one_by_one, mut raw_replayed) =
+        (Duration::MAX, Duration::MAX, Duration::MAX);
+    let mut replay_call = Duration::MAX;
+    let mut raw_failed = None;
+    offload::scope(|s| {
+        let stream = s.stream(device)?;
+        let (dx, dy) = (stream.upload(&x)?, stream.upload(&y)?);
+        let enqueue = || kernels::saxpy::enqueue(&stream, Launch::on(device), 1.0, dx, dy);
+        let graph = stream.record_graph(|_| {
+            for _ in 0..RECORDED {
+                enqueue()?;
+            }
+            Ok(())
+        })?;
+        graph.launch()?;
+        stream.synchronize()?;
+        for _ in 0..ROUNDS {
+            let start = Instant::now();
+            for _ in 0..REPLAYS {
+                graph.launch()?;
+            }
+            replay_call = replay_call.min(start.elapsed() / REPLAYS);
+            stream.synchronize()?;
+            replayed = replayed.min(start.elapsed() / kernels);
+            let start = Instant::now();
+            for _ in 0..kernels {
+                enqueue()?;
+            }
+            stream.synchronize()?;
+            one_by_one = one_by_one.min(start.elapsed() / kernels);
+            let start = Instant::now();
+            let raw_round = (0..REPLAYS)
+                .try_for_each(|_| raw.launch_graph(&raw_graph))
+                .and_then(|()| raw.synchronize());
+            if let Err(e) = raw_round {
+                raw_failed = Some(e);
+                break;
+            }
+            raw_replayed = raw_replayed.min(start.elapsed() / kernels);
+        }
+        Ok(())
+    })?;
+    if let Some(e) = raw_failed {
+        return Err(e.into());
+    }
+    drop(raw_graph);
+    free_raw(raw, &params)?;
+    println!(
+        "record and replay, {RECORDED} saxpy launches of {N} elements recorded once, {REPLAYS} \
+         replays, best of {ROUNDS}, time per kernel until the stream drained (host call of one \
+         replay: {:.2} us):",
+        micros(replay_call)
+    );
+    report(
+        "Graph::launch",
+        replayed,
+        "raw cuGraphLaunch of the same",
+        raw_replayed,
+        "<= 2 us",
+    );
+    report(
+        "(the same launches queued one by one)",
+        one_by_one,
+        "raw cuGraphLaunch",
+        raw_replayed,
+        "-",
     );
     Ok(())
 }
