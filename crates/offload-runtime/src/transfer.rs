@@ -83,7 +83,8 @@ impl Buffers<'_> {
             let kind = if copy_in { "to" } else { "alloc" };
             trace::map(backend.name(), kind, host as usize, bytes);
         }
-        let slot = if copy_in || copy_back {
+        // Not on a host-memory device, where a copy is a memcpy already.
+        let slot = if self.traced && (copy_in || copy_back) {
             self.bounce.slot(bytes)
         } else {
             None
