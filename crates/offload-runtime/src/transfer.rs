@@ -232,7 +232,8 @@ pub(crate) fn launch(
         backend,
         device_id,
         traced,
-        own: Vec::with_capacity(args.len()),
+        // Allocated only by launches that copy.
+        own: Vec::new(),
         retained: Vec::new(),
         drained: false,
         bounce: device.bounce(),
@@ -342,7 +343,9 @@ pub(crate) fn launch(
         }
     }
     buffers.drained = true;
-    report.time_from_device = finished.elapsed();
+    if !copy_back.is_empty() {
+        report.time_from_device = finished.elapsed();
+    }
     drop(buffers);
     if traced {
         trace::launch(report, &summary);
