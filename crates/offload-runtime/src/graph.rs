@@ -1,5 +1,5 @@
 //! Record and replay: a sequence of launches queued on a stream once, recorded into a [`Graph`]
-//! ([`Stream::record_graph`]), and queued again as a whole with [`Graph::launch`], at a fraction of
+//! ([`crate::Stream::record_graph`]), and queued again as a whole with [`Graph::launch`], at a fraction of
 //! the host cost of queueing each launch (on CUDA one `cuGraphLaunch` for all of them).
 //!
 //! Recording goes through the plugin interface: a plugin that records
@@ -22,15 +22,19 @@ use crate::backend::{Backend, EntryHandle, PackedArgs, RecordedWork, Shape};
 use crate::device::Device;
 use crate::kernel::{ArgData, Kernel, KernelArg};
 use crate::loaded::{Entry, LoadedImage};
-use crate::stream::Stream;
 use crate::transfer::{kernel_failed, pack};
 use crate::{Error, Result};
+use std::marker::PhantomData;
 use std::sync::Arc;
 
 /// Launches recorded on a stream by [`Stream::record_graph`], to queue again with [`Graph::launch`].
 /// Lives within the stream's scope.
+///
+/// [`Stream::record_graph`]: crate::Stream::record_graph
 pub struct Graph<'scope> {
-    stream: Stream<'scope>,
+    queue: Arc<dyn ReplayQueue>,
+    /// Invariant, as the stream's: the graph cannot be carried beyond the scope.
+    _scope: PhantomData<&'scope mut &'scope ()>,
     work: Work,
     /// The recorded kernels with their images: whose panic records the stream reads after a
     /// replay.
@@ -51,6 +55,16 @@ struct RecordedLaunch {
     entry: EntryHandle,
     shape: Shape,
     params: PackedArgs,
+}
+
+/// What a graph needs of the stream that recorded it (its queue, implemented by the stream).
+pub(crate) trait ReplayQueue: Send + Sync {
+    /// The stream's queue on its device.
+    fn backend(&self) -> &dyn Backend;
+    /// Order the work queued from now on after the work queued on the device's own queue.
+    fn after_device_queue(&self) -> Result<()>;
+    /// Note kernels queued on the stream, whose panic records its next synchronization reads.
+    fn launched(&self, kernels: &[(&'static str, Arc<LoadedImage>)]);
 }
 
 /// A recording in progress on a stream's queue.
@@ -119,19 +133,16 @@ impl Recording {
     }
 
     /// End the recording (also after a failure inside it, so that the plugin's queue stops
-    /// recording): the graph of `stream`.
-    pub(crate) fn end<'scope>(
-        self,
-        queue: &dyn Backend,
-        stream: Stream<'scope>,
-    ) -> Result<Graph<'scope>> {
+    /// recording): the graph of the stream whose queue is `queue`.
+    pub(crate) fn end<'scope>(self, queue: Arc<dyn ReplayQueue>) -> Result<Graph<'scope>> {
         let work = if self.by_plugin {
-            Work::Plugin(queue.end_recording()?)
+            Work::Plugin(queue.backend().end_recording()?)
         } else {
             Work::Launches(self.launches)
         };
         Ok(Graph {
-            stream,
+            queue,
+            _scope: PhantomData,
             work,
             kernels: self.kernels,
         })
@@ -143,8 +154,8 @@ impl Graph<'_> {
     /// work queued on the stream so far (and on the device's own queue, as a launch on device
     /// data is). Returns at once; a kernel failure shows at the stream's next synchronization.
     pub fn launch(&self) -> Result<()> {
-        self.stream.after_device_queue()?;
-        let queue = self.stream.queue_backend();
+        self.queue.after_device_queue()?;
+        let queue = self.queue.backend();
         match &self.work {
             // SAFETY: every launch recorded took device data borrowed for the stream's scope,
             // which this graph does not outlive.
@@ -158,7 +169,7 @@ impl Graph<'_> {
                 }
             }
         }
-        self.stream.launched(&self.kernels);
+        self.queue.launched(&self.kernels);
         Ok(())
     }
 

@@ -23,7 +23,7 @@
 use crate::backend::{Backend, DevicePtr, QueueEvent, Shape};
 use crate::device::{check_resident, Device};
 use crate::device_slice::{DeviceSlice, ScopeAllocation};
-use crate::graph::{Graph, Recording};
+use crate::graph::{Graph, Recording, ReplayQueue};
 use crate::kernel::{Kernel, KernelArg, OutKind};
 use crate::launch::Launch;
 use crate::loaded::{Entry, LoadedImage};
@@ -115,6 +115,24 @@ struct Queue {
     recording: Mutex<Option<Recording>>,
 }
 
+impl ReplayQueue for Queue {
+    fn backend(&self) -> &dyn Backend {
+        &*self.backend
+    }
+
+    fn after_device_queue(&self) -> Result<()> {
+        let device_queue = self.device.backend().record_event()?;
+        self.backend.wait_event(&*device_queue)
+    }
+
+    fn launched(&self, kernels: &[(&'static str, Arc<LoadedImage>)]) {
+        self.launched
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .extend(kernels.iter().cloned());
+    }
+}
+
 impl Queue {
     /// Wait for the queued work, then report a kernel that panicked in it.
     fn synchronize(&self) -> Result<()> {
@@ -188,7 +206,7 @@ impl<'scope> Stream<'scope> {
         let recorded = catch_unwind(AssertUnwindSafe(|| body(self)));
         let recording = self.recording().take().expect("recording since `begin`");
         // Ended whatever `body` did, so that the stream stops recording.
-        let graph = recording.end(queue, self.handle());
+        let graph = recording.end(self.queue.clone());
         match recorded {
             Err(panic) => resume_unwind(panic),
             Ok(recorded) => recorded?,
@@ -213,29 +231,6 @@ impl<'scope> Stream<'scope> {
             device: self.queue.device.name().to_string(),
             reason: "the stream is recording, and only kernel launches can be recorded".to_string(),
         })
-    }
-
-    /// Another handle of this stream, for a graph to replay on.
-    fn handle(&self) -> Stream<'scope> {
-        Stream {
-            queue: self.queue.clone(),
-            _scope: PhantomData,
-        }
-    }
-
-    /// The stream's queue.
-    pub(crate) fn queue_backend(&self) -> &dyn Backend {
-        &*self.queue.backend
-    }
-
-    /// Note kernels queued on the stream (by a replay), whose panic records the next
-    /// synchronization reads.
-    pub(crate) fn launched(&self, kernels: &[(&'static str, Arc<LoadedImage>)]) {
-        self.queue
-            .launched
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .extend(kernels.iter().cloned());
     }
 
     /// Device memory holding a copy of `src`, queued on this stream. From a
@@ -330,9 +325,8 @@ impl<'scope> Stream<'scope> {
 
     /// Order the work queued from now on after the work queued on the device's own queue (where
     /// `DeviceVec`s and data regions allocate and copy).
-    pub(crate) fn after_device_queue(&self) -> Result<()> {
-        let device_queue = self.queue.device.backend().record_event()?;
-        self.queue.backend.wait_event(&*device_queue)
+    fn after_device_queue(&self) -> Result<()> {
+        self.queue.after_device_queue()
     }
 
     /// A mark after the work queued so far.

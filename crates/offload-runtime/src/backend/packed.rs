@@ -18,8 +18,11 @@ pub struct PackedArgs {
 /// a launch then allocates nothing for its parameters.
 const SPARE_BYTES: usize = 4096;
 
+/// The two buffers of a `PackedArgs`: bytes and offsets.
+type Buffers = (Vec<MaybeUninit<u8>>, Vec<usize>);
+
 thread_local! {
-    static SPARE: Cell<Option<(Vec<MaybeUninit<u8>>, Vec<usize>)>> = const { Cell::new(None) };
+    static SPARE: Cell<Option<Buffers>> = const { Cell::new(None) };
 }
 
 impl PackedArgs {
