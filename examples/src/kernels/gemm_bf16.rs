@@ -247,9 +247,9 @@ fn k_loop<const INSIDE: bool>(
     };
     wait_oldest();
     let (mut read, mut write) = (0, stages - 1);
-    // SAFETY: (both loads of operands) stage `read` has landed (`wait_oldest`) and is
-    // refilled only after the barrier that follows the step that loads its last operands;
-    // the whole warp runs this code; `read < stages`.
+    // SAFETY: stage `read` has landed (`wait_oldest`) and is refilled only after the barrier
+    // that follows the step that loads its last operands; the whole warp runs this code;
+    // `read < stages`.
     let mut ops = [unsafe { operands(smem, read, 0, (wr, wc)) }, NO_OPERANDS];
     let mut acc = [[Acc16x8::ZERO; 8]; 4];
     for slice in 0..slices {
@@ -263,6 +263,8 @@ fn k_loop<const INSIDE: bool>(
             }
             // The next step's operands (of the next slice after the last step; past the last
             // slice they are loaded and not used).
+            // SAFETY: as for the first operands: stage `read` has landed and is not refilled
+            // before the next barrier.
             ops[(step + 1) % 2] = unsafe { operands(smem, read, (step + 1) % STEPS, (wr, wc)) };
             if step == 0 {
                 // Stage `write` was last read in the previous slice, before the barrier.

@@ -63,7 +63,8 @@ pub fn sgemm_tf32x3(dims: MatDims, a: &[f32], b: &[f32], c: &mut [f32]) {
         let (tm, tn) = grouped_tile(tile, tiles_m, tiles_n);
         let (row0, col0) = (tm * BM, tn * BN);
         let stage = |s: usize, slice: usize| {
-            // SAFETY: (both stagings) as in gemm_bf16 (see `pipelined`).
+            // SAFETY: (both stagings) `pipelined` reads stage s only after the wait and barrier
+            // that follow, and refills it only after a barrier that every reader of it has passed.
             unsafe {
                 stage_tile::<f32, 256>(
                     smem,
