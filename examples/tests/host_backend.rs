@@ -283,7 +283,7 @@ fn kernels_without_block_level_operations_run_without_the_scheduler() {
         &warps::divergent_warp_sum::KERNEL,
         &warps::dot::KERNEL,
         &views::reverse_tiles::KERNEL,
-        <sgemm_tf32::sgemm_tf32x3::Instance<16> as sgemm_tf32::sgemm_tf32x3::Declared>::kernel(),
+        &sgemm_tf32::sgemm_tf32x3::KERNEL,
     ];
     for kernel in block_level {
         assert!(!kernel.threads_independent(), "{}", kernel.name);
