@@ -243,3 +243,55 @@ fn wide_saxpy_and_half_axpy_match_cpu_at_any_alignment() {
         }
     }
 }
+
+/// Kernels whose threads never wait for one another (read from the PTX image) run on the host
+/// as plain calls over ranges of threads; kernels with a barrier, a warp operation or shared
+/// memory, directly or through a helper, keep the block scheduler. The panicking kernels of
+/// `views` are among the first, so their tests show that panics on that path still fail the
+/// launch and name the kernel's line.
+#[test]
+fn kernels_without_block_level_operations_run_without_the_scheduler() {
+    use kernels::{atomics, block, sgemm_tf32, views, warps};
+    use offload::__private::Kernel;
+    let images = &offload_examples::__OFFLOAD_IMAGES;
+    if images.images.is_empty() {
+        let reason = images.unavailable.unwrap_or("unknown reason");
+        if std::env::var("OFFLOAD_REQUIRE_DEVICE_BUILD").is_ok_and(|v| v == "1") {
+            panic!("OFFLOAD_REQUIRE_DEVICE_BUILD=1 but no device images were built: {reason}");
+        }
+        eprintln!("SKIPPED: no device images ({reason}): every kernel keeps the scheduler");
+        assert!(!kernels::saxpy::KERNEL.threads_independent());
+        return;
+    }
+    let axpy_f32 = <kernels::axpy::Instance<f32> as kernels::axpy::Declared>::kernel();
+    let independent: [&Kernel; 11] = [
+        &kernels::saxpy::KERNEL,
+        &kernels::stencil5::KERNEL,
+        &kernels::add_sub::KERNEL,
+        &kernels::thread_ids::KERNEL,
+        &kernels::math_mix::KERNEL,
+        &kernels::jacobi2d::KERNEL,
+        axpy_f32,
+        &atomics::histogram::KERNEL,
+        &views::fill_range::KERNEL,
+        &views::at_past_the_end::KERNEL,
+        &views::slice_past_the_end::KERNEL,
+    ];
+    for kernel in independent {
+        assert!(kernel.threads_independent(), "{}", kernel.name);
+    }
+    let block_level: [&Kernel; 9] = [
+        &block::reverse_chunks::KERNEL,
+        &block::reverse_chunks_dynamic::KERNEL,
+        &block::barrier_after_early_return::KERNEL,
+        &block::block_sum::KERNEL,
+        &warps::warp_operations::KERNEL,
+        &warps::divergent_warp_sum::KERNEL,
+        &warps::dot::KERNEL,
+        &views::reverse_tiles::KERNEL,
+        &sgemm_tf32::sgemm_tf32x3::KERNEL,
+    ];
+    for kernel in block_level {
+        assert!(!kernel.threads_independent(), "{}", kernel.name);
+    }
+}

@@ -27,6 +27,36 @@ impl Dim3 {
         (self.z as usize * extent.y as usize + self.y as usize) * extent.x as usize
             + self.x as usize
     }
+
+    /// The position of row-major index `i` (x fastest) in `extent`: the inverse of
+    /// [`linear_in`](Self::linear_in).
+    pub fn from_linear(i: u64, extent: Dim3) -> Dim3 {
+        let (x, y) = (extent.x as u64, extent.y as u64);
+        Dim3::new((i % x) as u32, ((i / x) % y) as u32, (i / (x * y)) as u32)
+    }
+
+    /// The next position in row-major order (x fastest) inside `extent`, wrapping to the origin
+    /// after the last; `true` when it wrapped.
+    #[cfg(not(target_arch = "nvptx64"))]
+    #[inline(always)]
+    fn advance_in(&mut self, extent: Dim3) -> bool {
+        self.x += 1;
+        if self.x < extent.x {
+            return false;
+        }
+        self.x = 0;
+        self.y += 1;
+        if self.y < extent.y {
+            return false;
+        }
+        self.y = 0;
+        self.z += 1;
+        if self.z < extent.z {
+            return false;
+        }
+        self.z = 0;
+        true
+    }
 }
 
 impl core::fmt::Display for Dim3 {
@@ -104,6 +134,17 @@ mod arch {
             )
         }
     }
+
+    #[inline(always)]
+    pub fn global_id() -> usize {
+        let block_dim = block_dim();
+        block_idx().linear_in(grid_dim()) * block_dim.count() as usize
+            + thread_idx().linear_in(block_dim)
+    }
+    #[inline(always)]
+    pub fn global_threads() -> usize {
+        (grid_dim().count() * block_dim().count()) as usize
+    }
 }
 
 /// OpenCL's ids: local id = thread, group = block, local size = block size, groups = grid.
@@ -134,6 +175,17 @@ mod arch {
     pub fn grid_dim() -> Dim3 {
         dim3(spirv::get_num_groups)
     }
+
+    #[inline(always)]
+    pub fn global_id() -> usize {
+        let block_dim = block_dim();
+        block_idx().linear_in(grid_dim()) * block_dim.count() as usize
+            + thread_idx().linear_in(block_dim)
+    }
+    #[inline(always)]
+    pub fn global_threads() -> usize {
+        (grid_dim().count() * block_dim().count()) as usize
+    }
 }
 
 #[cfg(not(target_arch = "nvptx64"))]
@@ -157,44 +209,137 @@ mod arch {
         grid_dim: Dim3::new(1, 1, 1),
     };
 
+    /// The context of the GPU thread running on this OS thread, with its global id and the
+    /// launch's thread count worked out once (read by every `iter_mine`).
+    #[derive(Clone, Copy)]
+    struct Current {
+        ctx: ThreadContext,
+        global_id: usize,
+        global_threads: usize,
+    }
+
+    impl Current {
+        #[inline(always)]
+        fn of(ctx: ThreadContext) -> Current {
+            let per_block = ctx.block_dim.count() as usize;
+            Current {
+                ctx,
+                global_id: ctx.block_idx.linear_in(ctx.grid_dim) * per_block
+                    + ctx.thread_idx.linear_in(ctx.block_dim),
+                global_threads: ctx.grid_dim.count() as usize * per_block,
+            }
+        }
+    }
+
     std::thread_local! {
-        static CONTEXT: Cell<ThreadContext> = const { Cell::new(OUTSIDE) };
+        static CURRENT: Cell<Current> = const {
+            Cell::new(Current { ctx: OUTSIDE, global_id: 0, global_threads: 1 })
+        };
     }
 
     /// Run `f` as the GPU thread described by `ctx` (used by the host backend).
     pub fn with_thread<R>(ctx: ThreadContext, f: impl FnOnce() -> R) -> R {
-        struct Restore(ThreadContext);
-        impl Drop for Restore {
-            fn drop(&mut self) {
-                CONTEXT.with(|c| c.set(self.0));
-            }
-        }
-        let _restore = Restore(CONTEXT.with(|c| c.replace(ctx)));
+        let _restore = Restore(CURRENT.with(|c| c.replace(Current::of(ctx))));
         f()
     }
 
-    fn get() -> ThreadContext {
-        CONTEXT.with(|c| c.get())
+    /// Puts the context back as it was when dropped, also when a GPU thread panics.
+    struct Restore(Current);
+
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            CURRENT.with(|c| c.set(self.0));
+        }
     }
 
+    /// Consecutive threads of a launch of `grid` blocks of `block` threads: those whose
+    /// [`global_id`](crate::global_id) is in `first..end`.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    pub struct ThreadRange {
+        pub grid: Dim3,
+        pub block: Dim3,
+        pub first: u64,
+        pub end: u64,
+    }
+
+    /// Run `thread` as each thread of `range` in turn, in order of global id, each a plain call
+    /// with its ids set: for kernels whose threads never wait for one another (no barrier, warp
+    /// operation or shared memory, which need the host backend's block scheduler).
+    #[inline(always)]
+    pub fn run_threads(range: ThreadRange, mut thread: impl FnMut()) {
+        let ThreadRange {
+            grid,
+            block,
+            first,
+            end,
+        } = range;
+        if first >= end {
+            return;
+        }
+        let per_block = block.count();
+        let mut current = Current::of(ThreadContext {
+            thread_idx: Dim3::from_linear(first % per_block, block),
+            block_idx: Dim3::from_linear(first / per_block, grid),
+            block_dim: block,
+            grid_dim: grid,
+        });
+        let _restore = Restore(CURRENT.with(|c| c.replace(current)));
+        let slot = CURRENT.with(Cell::as_ptr);
+        for _ in first..end {
+            thread();
+            // Only the fields that change are stored: the loop then costs a few instructions
+            // per thread beyond the kernel's own.
+            let block_changed = current.ctx.thread_idx.advance_in(block);
+            current.global_id += 1;
+            // SAFETY: `slot` is this OS thread's context, which lives as long as the thread;
+            // a `Cell` lends no reference to its value, so nothing else reads or writes it
+            // during these stores.
+            unsafe {
+                (*slot).ctx.thread_idx = current.ctx.thread_idx;
+                (*slot).global_id = current.global_id;
+                if block_changed {
+                    current.ctx.block_idx.advance_in(grid);
+                    (*slot).ctx.block_idx = current.ctx.block_idx;
+                }
+            }
+        }
+    }
+
+    #[inline(always)]
+    fn get() -> Current {
+        CURRENT.with(|c| c.get())
+    }
+
+    #[inline(always)]
     pub fn thread_idx() -> Dim3 {
-        get().thread_idx
+        get().ctx.thread_idx
     }
+    #[inline(always)]
     pub fn block_idx() -> Dim3 {
-        get().block_idx
+        get().ctx.block_idx
     }
+    #[inline(always)]
     pub fn block_dim() -> Dim3 {
-        get().block_dim
+        get().ctx.block_dim
     }
+    #[inline(always)]
     pub fn grid_dim() -> Dim3 {
-        get().grid_dim
+        get().ctx.grid_dim
+    }
+    #[inline(always)]
+    pub fn global_id() -> usize {
+        get().global_id
+    }
+    #[inline(always)]
+    pub fn global_threads() -> usize {
+        get().global_threads
     }
 }
 
 /// The host backend's handle on the thread context (not for kernels).
 #[cfg(not(target_arch = "nvptx64"))]
 pub mod host_context {
-    pub use super::arch::{with_thread, ThreadContext};
+    pub use super::arch::{run_threads, with_thread, ThreadContext, ThreadRange};
 }
 
 /// This thread's position in its block (`threadIdx`).
@@ -226,15 +371,13 @@ pub fn grid_dim() -> Dim3 {
 /// and dense in `0..global_threads()`.
 #[inline(always)]
 pub fn global_id() -> usize {
-    let block_dim = block_dim();
-    let per_block = block_dim.count() as usize;
-    block_idx().linear_in(grid_dim()) * per_block + thread_idx().linear_in(block_dim)
+    arch::global_id()
 }
 
 /// Total number of threads in the launch.
 #[inline(always)]
 pub fn global_threads() -> usize {
-    (grid_dim().count() * block_dim().count()) as usize
+    arch::global_threads()
 }
 
 /// The indices below `len` that this thread handles in a grid-stride loop: `global_id()`, then
@@ -269,5 +412,65 @@ impl Iterator for GridStride {
         } else {
             None
         }
+    }
+}
+
+#[cfg(all(test, not(target_arch = "nvptx64")))]
+mod tests {
+    use super::host_context::{run_threads, ThreadRange};
+    use super::*;
+    use std::vec::Vec;
+
+    #[test]
+    fn from_linear_inverts_linear_in() {
+        let extent = Dim3::new(5, 3, 2);
+        for i in 0..extent.count() {
+            assert_eq!(Dim3::from_linear(i, extent).linear_in(extent) as u64, i);
+        }
+    }
+
+    /// Every thread of a range sees the ids of its global id, across block and grid rows, and
+    /// the context outside is restored afterwards.
+    #[test]
+    fn run_threads_sets_each_threads_ids_in_order() {
+        let (grid, block) = (Dim3::new(3, 2, 2), Dim3::new(2, 3, 1));
+        let (first, end) = (5, grid.count() * block.count() - 4);
+        let mut seen = Vec::new();
+        run_threads(
+            ThreadRange {
+                grid,
+                block,
+                first,
+                end,
+            },
+            || {
+                seen.push((
+                    global_id(),
+                    thread_idx(),
+                    block_idx(),
+                    block_dim(),
+                    grid_dim(),
+                ));
+            },
+        );
+        let want: Vec<_> = (first..end)
+            .map(|g| {
+                let per_block = block.count();
+                let (b, t) = (g / per_block, g % per_block);
+                (
+                    g as usize,
+                    Dim3::from_linear(t, block),
+                    Dim3::from_linear(b, grid),
+                    block,
+                    grid,
+                )
+            })
+            .collect();
+        assert_eq!(seen, want);
+        assert_eq!(
+            (global_id(), global_threads()),
+            (0, 1),
+            "outside a launch again"
+        );
     }
 }

@@ -87,6 +87,7 @@ impl Cut {
     /// The cut of an output at `out` read together with an input at `input` (both of `len`
     /// elements of `size` bytes, each aligned to its size): chunks only where both sit at the same
     /// offset from a 16-byte boundary, else everything is `head`.
+    #[inline(always)]
     fn of(out: usize, input: usize, len: usize, size: usize) -> Cut {
         if out % WIDE_BYTES != input % WIDE_BYTES {
             return Cut {

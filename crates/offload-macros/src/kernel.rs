@@ -479,6 +479,7 @@ fn expand_host(
                 name: #name_str,
                 images: &#images_expr,
                 host_thread,
+                host_threads,
                 params: &[#(#param_names),*],
             };
         }
@@ -562,6 +563,26 @@ fn expand_host(
                     super::#body_fn #call_generics(#(#host_args),*)
                 }
             }
+
+            /// The kernel's host build for threads that never wait for one another: runs the
+            /// launch's threads `range` in turn, its parameters read once.
+            ///
+            /// # Safety
+            /// As `host_thread`, and `range` lies within the launch's grid.
+            #[allow(clippy::multiple_bound_locations, non_snake_case)]
+            unsafe fn host_threads #impl_generics (
+                args: &::offload::__private::PackedArgs,
+                range: ::offload::__private::ThreadRange,
+            ) #where_clause {
+                // SAFETY: as in `host_thread`; every thread of `range` gets the same
+                // parameters, as every GPU thread of the launch does.
+                unsafe {
+                    #(#host_reads)*
+                    ::offload::__private::run_threads(range, || {
+                        super::#body_fn #call_generics(#(#host_args),*)
+                    })
+                }
+            }
         }
     }
 }
@@ -612,6 +633,7 @@ fn generic_descriptor(
                         name: #entry,
                         images: &#images,
                         host_thread: host_thread::<#args>,
+                        host_threads: host_threads::<#args>,
                         params: &[#(#param_names),*],
                     };
                     &KERNEL

@@ -75,10 +75,12 @@ mod tests {
         unavailable: None,
     };
     unsafe fn no_host_thread(_: &PackedArgs) {}
+    unsafe fn no_host_threads(_: &PackedArgs, _: offload_kernel::host_context::ThreadRange) {}
     static COPY: Kernel = Kernel {
         name: "copy",
         images: &NO_IMAGES,
         host_thread: no_host_thread,
+        host_threads: no_host_threads,
         params: &["n", "x", "y"],
     };
 

@@ -2,7 +2,7 @@
 //! images and host build, as plain data) and its arguments, each a value, a host slice with the
 //! way it moves, or data already on a device. Nothing here knows the kernel's Rust types.
 
-use crate::backend::HostThread;
+use crate::backend::{HostThread, HostThreads};
 use crate::image::ImageSet;
 use offload_kernel::DeviceCopy;
 use std::marker::PhantomData;
@@ -14,10 +14,22 @@ pub struct Kernel {
     pub name: &'static str,
     /// The device images of the crate that defines the kernel.
     pub images: &'static ImageSet,
-    /// Its host build, which the host CPU plugin runs.
+    /// Its host build, which the host CPU plugin runs: one GPU thread per call.
     pub host_thread: HostThread,
+    /// The same for a range of threads, which the host CPU plugin runs instead when the
+    /// kernel's threads never wait for one another.
+    pub host_threads: HostThreads,
     /// Its parameters' names, in launch-argument order (for errors that name an argument).
     pub params: &'static [&'static str],
+}
+
+impl Kernel {
+    /// Whether the kernel's threads never wait for one another (no barrier, warp operation or
+    /// shared memory, read from its PTX image), so that the host backend runs them as plain
+    /// calls without the block model. `false` without a PTX image.
+    pub fn threads_independent(&self) -> bool {
+        crate::independent_threads::threads_independent(self.images, self.name)
+    }
 }
 
 /// One launch argument, borrowed from the caller for the duration of the launch.

@@ -3,7 +3,7 @@
 //! generated launchers call. One path for every device: the plugin behind it decides where the
 //! data goes and how the kernel runs.
 
-use crate::backend::{EntryLimits, Limits, Shape};
+use crate::backend::{BackendKind, EntryLimits, Limits, Shape};
 use crate::device::{resolve_device, Device};
 use crate::kernel::{ArgData, Kernel, KernelArg};
 use crate::loaded::Entry;
@@ -22,7 +22,8 @@ pub const DEFAULT_ELEMENTS_PER_THREAD: u64 = 8;
 /// How to launch a kernel: on which device, with which grid and block. Anything left unset is
 /// chosen: the default device, blocks of 256 threads, and a grid sized from the longest
 /// `&mut [T]` argument (else the longest `&[T]`): enough blocks to fill the device, and beyond
-/// that one thread per `DEFAULT_ELEMENTS_PER_THREAD` (8) elements. Kernels reach their elements
+/// that one thread per `DEFAULT_ELEMENTS_PER_THREAD` (8) elements (on the host CPU one thread
+/// per element). Kernels reach their elements
 /// through grid-stride views, so every shape gives the same results.
 #[derive(Clone, Copy, Default)]
 pub struct Launch<'d> {
@@ -118,7 +119,14 @@ impl<'d> Launch<'d> {
             Some(grid) => grid,
             None => {
                 let items = default_items(args) as u64;
-                let blocks = default_blocks(items, block.count().max(1), &device.limits());
+                let per_block = block.count().max(1);
+                let blocks = if device.kind() == BackendKind::Host {
+                    // A GPU thread costs a plain call there, and with one element per thread
+                    // each worker's range of threads walks consecutive elements (backend::host).
+                    items.div_ceil(per_block).max(1)
+                } else {
+                    default_blocks(items, per_block, &device.limits())
+                };
                 let blocks = u32::try_from(blocks).map_err(|_| {
                     invalid(format!("{items} elements need {blocks} blocks: too many"))
                 })?;
@@ -367,6 +375,8 @@ mod tests {
 
         /// Never runs: the mock runs device images only.
         unsafe fn host_build(_: &PackedArgs) {}
+        unsafe fn host_threads_build(_: &PackedArgs, _: offload_kernel::host_context::ThreadRange) {
+        }
 
         const fn image(bytes: &'static [u8]) -> DeviceImage {
             DeviceImage {
@@ -396,6 +406,7 @@ mod tests {
                 name,
                 images,
                 host_thread: host_build,
+                host_threads: host_threads_build,
                 params: &["value", "out"],
             }
         }

@@ -152,11 +152,14 @@ impl Loaded {
     }
 }
 
-/// The code of `kernel` that `backend` ranks best, with the address that identifies it.
+/// The code of `kernel` that `backend` ranks best, with the address that identifies it. The
+/// host build runs ranges of threads without the block model where the kernel's PTX shows its
+/// threads never wait for one another (looked up only when the host build is chosen).
 fn choose_code(backend: &dyn Backend, kernel: &'static Kernel) -> Option<(Code<'static>, usize)> {
     let host = Code::Host {
         name: kernel.name,
         thread: kernel.host_thread,
+        threads: None,
     };
     let host_key = &kernel.host_thread as *const _ as usize;
     let images = kernel
@@ -164,11 +167,20 @@ fn choose_code(backend: &dyn Backend, kernel: &'static Kernel) -> Option<(Code<'
         .images
         .iter()
         .map(|image| (Code::Image(image), image as *const _ as usize));
-    images
+    let (code, key) = images
         .chain([(host, host_key)])
         .filter_map(|(code, key)| Some((backend.code_rank(&code)?, code, key)))
         .max_by_key(|(rank, ..)| *rank)
-        .map(|(_, code, key)| (code, key))
+        .map(|(_, code, key)| (code, key))?;
+    let code = match code {
+        Code::Host { name, thread, .. } => Code::Host {
+            name,
+            thread,
+            threads: kernel.threads_independent().then_some(kernel.host_threads),
+        },
+        image => image,
+    };
+    Some((code, key))
 }
 
 impl PanicRecords {

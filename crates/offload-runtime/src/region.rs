@@ -451,10 +451,12 @@ mod tests {
     };
     /// Never runs on the mock: its launches only record their parameters.
     unsafe fn no_host_thread(_: &PackedArgs) {}
+    unsafe fn no_host_threads(_: &PackedArgs, _: offload_kernel::host_context::ThreadRange) {}
     static SAXPY: Kernel = Kernel {
         name: "saxpy",
         images: &MOCK_IMAGES,
         host_thread: no_host_thread,
+        host_threads: no_host_threads,
         params: &["a", "x", "y"],
     };
 

@@ -6,14 +6,17 @@
 //! as they were, and every device copy made for the launch is released on every exit path.
 //!
 //! On a device whose memory is the host's (the host CPU) host data is used in place: inputs pass
-//! as they are, and each output gets a copy that replaces the caller's data only once the kernel
-//! succeeded, as on a GPU. Nothing is traced there: nothing moves.
+//! as they are, and so do outputs moved both ways (the default), with a backup that restores the
+//! caller's data if the kernel fails, as on a GPU (`output_backup`); outputs moved one way only
+//! get a copy, written back (`from`) once the kernel succeeded. Nothing is traced there: nothing
+//! moves.
 
 use crate::backend::{Backend, DevicePtr, PackedArgs, Shape};
 use crate::bounce::Bounce;
 use crate::device::{check_resident, Device};
 use crate::kernel::{ArgData, KernelArg, OutKind};
 use crate::loaded::Entry;
+use crate::output_backup::OutputBackups;
 use crate::present::{self, Key};
 use crate::report::LaunchReport;
 use crate::trace::{self, CopySource, LaunchSummary};
@@ -226,8 +229,12 @@ pub(crate) fn launch(
 ) -> Result<()> {
     let backend = device.backend();
     let device_id = device.id();
-    let traced = !device.memory_is_host();
+    let host_memory = device.memory_is_host();
+    let traced = !host_memory;
     let start = Instant::now();
+    // Declared before `buffers`, so dropped (restoring the outputs of a failed launch) after it
+    // drained the queue.
+    let mut backups = OutputBackups::default();
     let mut buffers = Buffers {
         backend,
         device_id,
@@ -268,6 +275,16 @@ pub(crate) fn launch(
         }
         // A `&mut` borrow cannot alias mapped data (every map holds a borrow of its host
         // bytes), so outputs are never present: each gets its own device copy.
+        HostData::Output {
+            ptr,
+            bytes,
+            kind: OutKind::ToFrom,
+        } if host_memory => {
+            // SAFETY: a `&mut` host slice borrowed for the launch, which `backups` does not
+            // outlive; only the kernel writes it meanwhile.
+            unsafe { backups.save(ptr, bytes) };
+            Ok(DevicePtr(ptr as usize as u64))
+        }
         HostData::Output { ptr, bytes, kind } => {
             let copy_in = matches!(kind, OutKind::ToFrom | OutKind::To);
             let back = matches!(kind, OutKind::ToFrom | OutKind::From);
@@ -318,6 +335,7 @@ pub(crate) fn launch(
         });
     }
     drop(collecting);
+    backups.keep_results();
     // The large copies back queued, then one wait, unless the trace prints each copy's own time.
     let wait_each = trace::enabled();
     let last_direct = copy_back.iter().rposition(|c| c.3.is_none());

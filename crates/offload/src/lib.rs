@@ -85,6 +85,7 @@ macro_rules! embed_images {
 #[doc(hidden)]
 #[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
 pub mod __private {
+    pub use offload_kernel::host_context::{run_threads, ThreadRange};
     pub use offload_runtime::backend::PackedArgs;
     pub use offload_runtime::kernel::{Kernel, KernelArg};
     pub use offload_runtime::launch::launch;

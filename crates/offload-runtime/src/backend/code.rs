@@ -3,6 +3,7 @@
 
 use crate::backend::packed::PackedArgs;
 use crate::image::DeviceImage;
+use offload_kernel::host_context::ThreadRange;
 
 /// One form of a kernel's code that the layer above offers a plugin.
 #[derive(Clone, Copy, Debug)]
@@ -16,6 +17,10 @@ pub enum Code<'a> {
         name: &'static str,
         /// Runs one GPU thread of the kernel.
         thread: HostThread,
+        /// Runs a range of the launch's threads one after the other, with no block model:
+        /// offered for kernels whose threads never wait for one another (no barrier, warp
+        /// operation or shared memory), for which it gives the same results as `thread`.
+        threads: Option<HostThreads>,
     },
 }
 
@@ -35,3 +40,10 @@ pub struct EntryHandle(pub u64);
 /// The parameters are those of a launch of this kernel, as its launcher packs them, and every
 /// thread of the launch runs through the host plugin's scheduler.
 pub type HostThread = unsafe fn(&PackedArgs);
+
+/// A kernel's host build for threads that never wait for one another: runs the threads of
+/// `range` in turn, each as a plain call with its ids set.
+///
+/// # Safety
+/// As [`HostThread`], and `range` lies within the launch's grid.
+pub type HostThreads = unsafe fn(&PackedArgs, ThreadRange);

@@ -2,18 +2,23 @@
 //! above hands kernels host data in place; its code is each kernel's host build ([`Code::Host`]),
 //! of which one call runs one GPU thread. A launch runs the grid before it returns: blocks in
 //! parallel on rayon's pool, the threads of a block as coroutines (`scheduler`) so that barriers,
-//! warp operations and per-block shared memory behave as on a GPU. A panicking thread makes the
-//! launch fail with the panic's message.
+//! warp operations and per-block shared memory behave as on a GPU. A kernel whose threads never
+//! wait for one another comes with a build that runs a range of threads as plain calls: its
+//! launch gives each worker contiguous ranges of thread ids instead, with no coroutine and no
+//! per-block setup (grid-stride views give consecutive threads consecutive elements, so each
+//! worker walks contiguous memory). A panicking thread makes the launch fail with the panic's
+//! message.
 
 pub mod scheduler;
 
-use crate::backend::code::{Code, EntryHandle, HostThread, ImageHandle};
+use crate::backend::code::{Code, EntryHandle, HostThread, HostThreads, ImageHandle};
 use crate::backend::interface::{
     Backend, BackendKind, DevicePtr, MemoryInfo, Platform, QueueEvent,
 };
 use crate::backend::limits::{EntryLimits, Limits, Shape};
 use crate::backend::packed::PackedArgs;
 use crate::{Error, Result};
+use offload_kernel::host_context::ThreadRange;
 use offload_kernel::Dim3;
 use rayon::prelude::*;
 use std::alloc::{alloc, dealloc, Layout};
@@ -24,6 +29,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
 use std::time::{Duration, Instant};
 
+/// Threads of a kernel without the block model per task on rayon's pool: enough that a task's
+/// cost is its threads', few enough that the workers share the grid evenly.
+const THREADS_PER_TASK: u64 = 1 << 14;
+
 /// Alignment of `alloc`'s memory, as CUDA's.
 const ALLOC_ALIGN: usize = 256;
 /// Alignment of `alloc_pinned`'s memory: a page.
@@ -32,6 +41,15 @@ const PAGE: usize = 4096;
 /// The host CPU, always there.
 pub fn discover() -> std::result::Result<Vec<Arc<dyn Backend>>, String> {
     Ok(vec![Arc::new(HostBackend::new())])
+}
+
+/// A loaded host build: the kernel's name, its one-thread build, and its build for ranges of
+/// threads where the kernel's threads never wait for one another.
+#[derive(Clone, Copy)]
+struct HostEntry {
+    name: &'static str,
+    thread: HostThread,
+    threads: Option<HostThreads>,
 }
 
 /// The host device, or one queue of it: all queues share the device.
@@ -44,7 +62,7 @@ struct HostDevice {
     /// Set by `release`: the host device then refuses everything, like a released GPU.
     released: AtomicBool,
     /// The loaded host builds, by handle: an image and its one entry share their index.
-    entries: RwLock<Vec<(&'static str, HostThread)>>,
+    entries: RwLock<Vec<HostEntry>>,
     /// The layouts of live allocations, by address.
     allocations: Mutex<HashMap<u64, Layout>>,
 }
@@ -117,7 +135,7 @@ impl HostBackend {
     }
 
     /// The host build with this handle.
-    fn entry(&self, handle: u64) -> Result<(&'static str, HostThread)> {
+    fn entry(&self, handle: u64) -> Result<HostEntry> {
         let entries = self
             .device
             .entries
@@ -237,7 +255,12 @@ impl Backend for HostBackend {
 
     fn load_image(&self, code: &Code<'static>) -> Result<ImageHandle> {
         self.check_live()?;
-        let Code::Host { name, thread } = *code else {
+        let Code::Host {
+            name,
+            thread,
+            threads,
+        } = *code
+        else {
             return Err(self.driver_error(
                 "loading an image",
                 "the host CPU runs kernels' host builds only",
@@ -248,12 +271,16 @@ impl Backend for HostBackend {
             .entries
             .write()
             .unwrap_or_else(PoisonError::into_inner);
-        entries.push((name, thread));
+        entries.push(HostEntry {
+            name,
+            thread,
+            threads,
+        });
         Ok(ImageHandle(entries.len() as u64 - 1))
     }
 
     fn find_entry(&self, image: ImageHandle, name: &str) -> Result<EntryHandle> {
-        let (entry, _) = self.entry(image.0)?;
+        let entry = self.entry(image.0)?.name;
         if entry != name {
             return Err(self.driver_error(
                 "finding a kernel entry",
@@ -278,28 +305,49 @@ impl Backend for HostBackend {
 
     unsafe fn launch(&self, entry: EntryHandle, shape: Shape, args: &PackedArgs) -> Result<()> {
         self.check_live()?;
-        let (_, thread) = self.entry(entry.0)?;
+        let entry = self.entry(entry.0)?;
         let Shape {
             grid,
             block,
             dynamic_shared,
         } = shape;
-        // SAFETY: `args` are this entry's packed parameters (the trait contract), and every
-        // thread runs through the scheduler.
-        let run_thread = || unsafe { thread(args) };
-        let run_block = |b: u64| {
-            scheduler::run_block(
-                scheduler::unlinear(b, grid),
-                grid,
-                block,
-                dynamic_shared as usize,
-                &run_thread,
-            )
+        let run = || match entry.threads {
+            Some(threads) => {
+                let total = grid.count() * block.count();
+                let task = |t: u64| {
+                    let first = t * THREADS_PER_TASK;
+                    let range = ThreadRange {
+                        grid,
+                        block,
+                        first,
+                        end: (first + THREADS_PER_TASK).min(total),
+                    };
+                    // SAFETY: `args` are this entry's packed parameters (the trait contract),
+                    // `range` lies in the grid, and the entry's threads never wait for one
+                    // another (how the layer above chose this build).
+                    unsafe { threads(args, range) }
+                };
+                (0..total.div_ceil(THREADS_PER_TASK))
+                    .into_par_iter()
+                    .for_each(task)
+            }
+            None => {
+                // SAFETY: `args` are this entry's packed parameters (the trait contract), and
+                // every thread runs through the scheduler.
+                let run_thread = || unsafe { (entry.thread)(args) };
+                let run_block = |b: u64| {
+                    scheduler::run_block(
+                        Dim3::from_linear(b, grid),
+                        grid,
+                        block,
+                        dynamic_shared as usize,
+                        &run_thread,
+                    )
+                };
+                (0..grid.count()).into_par_iter().for_each(run_block)
+            }
         };
-        catch_unwind(AssertUnwindSafe(|| {
-            (0..grid.count()).into_par_iter().for_each(run_block)
-        }))
-        .map_err(|payload| {
+        catch_unwind(AssertUnwindSafe(run)).map_err(|payload| {
             let message = payload
                 .downcast_ref::<&str>()
                 .map(|s| s.to_string())
@@ -360,5 +408,76 @@ impl QueueEvent for HostEvent {
 
     fn as_any(&self) -> &dyn Any {
         self
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Loads a host build with a range entry on a fresh host device and launches it.
+    fn launch_ranges(threads: HostThreads, grid: Dim3, block: Dim3) -> Result<()> {
+        /// The scheduler's build: never chosen while a range build is there.
+        unsafe fn one_thread(_: &PackedArgs) {
+            panic!("the one-thread build ran although the range build was given");
+        }
+        let host = HostBackend::new();
+        let image = host.load_image(&Code::Host {
+            name: "ranges",
+            thread: one_thread,
+            threads: Some(threads),
+        })?;
+        let entry = host.find_entry(image, "ranges")?;
+        let shape = Shape {
+            grid,
+            block,
+            dynamic_shared: 0,
+        };
+        // SAFETY: the builds read no parameters.
+        unsafe { host.launch(entry, shape, &PackedArgs::default()) }
+    }
+
+    /// A kernel whose threads never wait for one another runs as ranges of consecutive thread
+    /// ids that cover the grid exactly once, none longer than a task, in the launch's shape.
+    #[test]
+    fn range_builds_cover_the_grid_once_in_contiguous_ranges() {
+        static RANGES: Mutex<Vec<ThreadRange>> = Mutex::new(Vec::new());
+        unsafe fn record(_: &PackedArgs, range: ThreadRange) {
+            RANGES.lock().unwrap().push(range);
+        }
+        let (grid, block) = (Dim3::new(7, 3, 2), Dim3::new(33, 2, 1));
+        launch_ranges(record, grid, block).unwrap();
+        let mut ranges = RANGES.lock().unwrap().clone();
+        ranges.sort_by_key(|r| r.first);
+        let total = grid.count() * block.count();
+        assert_eq!(ranges.first().map(|r| r.first), Some(0));
+        assert_eq!(ranges.last().map(|r| r.end), Some(total));
+        for pair in ranges.windows(2) {
+            assert_eq!(pair[0].end, pair[1].first, "contiguous, no overlap");
+        }
+        for r in &ranges {
+            assert!(
+                r.first < r.end && r.end - r.first <= THREADS_PER_TASK,
+                "{r:?}"
+            );
+            assert_eq!((r.grid, r.block), (grid, block));
+        }
+    }
+
+    /// A panic in a range build fails the launch with its message, as a thread's does.
+    #[test]
+    fn a_panic_in_a_range_build_is_a_failed_launch() {
+        unsafe fn panic_at_500(_: &PackedArgs, range: ThreadRange) {
+            if (range.first..range.end).contains(&500) {
+                panic!("thread 500 failed");
+            }
+        }
+        let failed = launch_ranges(panic_at_500, Dim3::new(8, 1, 1), Dim3::new(256, 1, 1));
+        match failed {
+            Err(Error::Driver { message, .. }) => {
+                assert_eq!(message, "panicked: thread 500 failed")
+            }
+            other => panic!("expected a driver error, got {other:?}"),
+        }
     }
 }

@@ -29,7 +29,7 @@ pub(crate) mod mock;
 mod packed;
 mod registry;
 
-pub use code::{Code, EntryHandle, HostThread, ImageHandle};
+pub use code::{Code, EntryHandle, HostThread, HostThreads, ImageHandle};
 pub use interface::{
     Backend, BackendKind, DevicePtr, MemoryInfo, Platform, QueueEvent, RecordedWork,
 };

@@ -79,7 +79,7 @@ pub fn run_block(
     let count = block.count() as usize;
     let resources = BlockResources::new(count, dynamic_shared);
     let context = |t: usize| ThreadContext {
-        thread_idx: unlinear(t as u64, block),
+        thread_idx: Dim3::from_linear(t as u64, block),
         block_idx,
         block_dim: block,
         grid_dim: grid,
@@ -205,26 +205,12 @@ fn describe(waits: &[Option<Group>]) -> String {
     format!("threads {}", parts.join(", "))
 }
 
-/// Position of row-major index `i` (x fastest) in `extent`.
-pub fn unlinear(i: u64, extent: Dim3) -> Dim3 {
-    let (x, y) = (extent.x as u64, extent.y as u64);
-    Dim3::new((i % x) as u32, ((i / x) % y) as u32, (i / (x * y)) as u32)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use offload_kernel::host_block::exchange;
     use offload_kernel::{sync_threads, thread_idx};
     use std::sync::Mutex;
-
-    #[test]
-    fn unlinear_inverts_linear_in() {
-        let extent = Dim3::new(5, 3, 2);
-        for i in 0..extent.count() {
-            assert_eq!(unlinear(i, extent).linear_in(extent) as u64, i);
-        }
-    }
 
     /// Every thread logs before and after a barrier: no "after" comes before the last "before".
     #[test]

@@ -1,0 +1,206 @@
+//! The host backend against the same loops written with rayon, on this machine's cores, in one
+//! run: `saxpy` (2^24 f32), `add_sub` (a multi-array element-wise update: 2 inputs, 2 outputs,
+//! 2^23 i64) and `stencil5` (a 5-point 2D stencil, 4096 × 4096 f32). Each kernel is launched
+//! with the default shape; every result is checked bit for bit against rayon's. Times are the
+//! best of `REPEATS` runs of each, alternating offload and rayon so that load from elsewhere
+//! hits both alike; the ratio is rayon's time over offload's (≥ 1: offload is as fast). On a
+//! machine shared with other work, wall times favour the shorter runs (a short run may fit
+//! between two preemptions): the CPU time that the process's threads spent (Linux's
+//! `/proc/self/task/*/schedstat`) is printed too, with its own ratio.
+//!
+//! `host_bench [SCALE]`: sizes divided by 2^SCALE (default 0), for a quick check.
+
+use offload::{Device, Launch};
+use offload_examples::kernels::{self, Grid2};
+use rayon::prelude::*;
+use std::time::{Duration, Instant};
+
+const REPEATS: usize = 7;
+/// Elements per rayon task: large enough that each task's loop vectorises and its overhead
+/// vanishes, small enough that both cores stay busy.
+const CHUNK: usize = 1 << 14;
+
+/// Best times of `REPEATS` runs of each of `offload` and `rayon`, alternating.
+struct Times {
+    /// The whole launch, as the caller sees it.
+    offload: Duration,
+    /// CPU time of all threads of the process during the launch, and during the rayon loop.
+    offload_cpu: Duration,
+    rayon_cpu: Duration,
+    /// The kernel alone (`LaunchReport::kernel_time`): the rest is the launch's own work,
+    /// mostly the backup of the outputs that a failed launch restores.
+    kernel: Duration,
+    rayon: Duration,
+}
+
+fn best_of(
+    mut offload: impl FnMut() -> offload::Result<()>,
+    mut rayon: impl FnMut(),
+) -> offload::Result<Times> {
+    let mut best = Times {
+        offload: Duration::MAX,
+        offload_cpu: Duration::MAX,
+        rayon_cpu: Duration::MAX,
+        kernel: Duration::MAX,
+        rayon: Duration::MAX,
+    };
+    for _ in 0..REPEATS {
+        let (start, cpu) = (Instant::now(), cpu_time());
+        offload()?;
+        best.offload = best.offload.min(start.elapsed());
+        best.offload_cpu = best.offload_cpu.min(cpu_time().saturating_sub(cpu));
+        best.kernel = best
+            .kernel
+            .min(offload::last_launch().expect("a launch").kernel_time);
+        let (start, cpu) = (Instant::now(), cpu_time());
+        rayon();
+        best.rayon = best.rayon.min(start.elapsed());
+        best.rayon_cpu = best.rayon_cpu.min(cpu_time().saturating_sub(cpu));
+    }
+    Ok(best)
+}
+
+/// CPU time of every thread of this process so far (zero where Linux's schedstat is missing).
+fn cpu_time() -> Duration {
+    let Ok(tasks) = std::fs::read_dir("/proc/self/task") else {
+        return Duration::ZERO;
+    };
+    let nanos = tasks
+        .filter_map(|task| std::fs::read_to_string(task.ok()?.path().join("schedstat")).ok())
+        .filter_map(|stat| stat.split_whitespace().next()?.parse::<u64>().ok())
+        .sum();
+    Duration::from_nanos(nanos)
+}
+
+fn report(name: &str, bytes: usize, times: Times, equal: bool) {
+    let Times {
+        offload,
+        kernel,
+        rayon,
+        offload_cpu,
+        rayon_cpu,
+    } = times;
+    let gbps = |t: Duration| bytes as f64 / t.as_secs_f64() / 1e9;
+    let ms = |t: Duration| t.as_secs_f64() * 1e3;
+    println!(
+        "{name}: {}\n  offload {:8.3} ms {:6.2} GB/s (kernel {:8.3} ms, CPU {:8.3} ms)\n  \
+         rayon   {:8.3} ms {:6.2} GB/s (CPU {:8.3} ms)\n  \
+         ratio {:.2} (CPU time: {:.2})",
+        if equal { "equal" } else { "MISMATCH" },
+        ms(offload),
+        gbps(offload),
+        ms(kernel),
+        ms(offload_cpu),
+        ms(rayon),
+        gbps(rayon),
+        ms(rayon_cpu),
+        rayon.as_secs_f64() / offload.as_secs_f64(),
+        rayon_cpu.as_secs_f64() / offload_cpu.as_secs_f64(),
+    );
+}
+
+fn saxpy(host: &Device, n: usize) -> offload::Result<()> {
+    let a = 1.5f32;
+    let x: Vec<f32> = (0..n).map(|i| (i % 1013) as f32 * 0.25).collect();
+    let y0: Vec<f32> = (0..n).map(|i| (i % 977) as f32 - 400.0).collect();
+    let (mut y, mut want) = (y0.clone(), y0.clone());
+    // Each run updates `y` in place; the check below repeats the same number of updates.
+    let times = best_of(
+        || kernels::saxpy::launch(Launch::on(host), a, &x, &mut y),
+        || {
+            want.par_chunks_mut(CHUNK)
+                .zip(x.par_chunks(CHUNK))
+                .for_each(|(y, x)| y.iter_mut().zip(x).for_each(|(y, x)| *y += a * x))
+        },
+    )?;
+    report(&format!("saxpy {n} f32"), 3 * 4 * n, times, y == want);
+    Ok(())
+}
+
+fn add_sub(host: &Device, n: usize) -> offload::Result<()> {
+    let a: Vec<i64> = (0..n as i64).map(|i| i * 7 - 3).collect();
+    let b: Vec<i64> = (0..n as i64).map(|i| i % 1009 - 500).collect();
+    let (mut sum, mut diff) = (vec![0i64; n], vec![0i64; n]);
+    let (mut want_sum, mut want_diff) = (vec![0i64; n], vec![0i64; n]);
+    let times = best_of(
+        || kernels::add_sub::launch(Launch::on(host), true, &a, &b, &mut sum, &mut diff),
+        || {
+            (
+                want_sum.par_chunks_mut(CHUNK),
+                want_diff.par_chunks_mut(CHUNK),
+            )
+                .into_par_iter()
+                .zip(a.par_chunks(CHUNK).zip(b.par_chunks(CHUNK)))
+                .for_each(|((s, d), (a, b))| {
+                    for i in 0..s.len() {
+                        let bi = b[i].wrapping_neg();
+                        s[i] = a[i].wrapping_add(bi);
+                        d[i] = a[i].wrapping_sub(bi);
+                    }
+                })
+        },
+    )?;
+    let equal = sum == want_sum && diff == want_diff;
+    report(
+        &format!("add_sub {n} i64 (2 in, 2 out)"),
+        4 * 8 * n,
+        times,
+        equal,
+    );
+    Ok(())
+}
+
+fn stencil(host: &Device, side: usize) -> offload::Result<()> {
+    let grid = Grid2 {
+        width: side as u32,
+        height: side as u32,
+        centre: 0.5,
+    };
+    let n = side * side;
+    let input: Vec<f32> = (0..n).map(|i| ((i * 37) % 1019) as f32 * 0.125).collect();
+    let (mut output, mut want) = (vec![0.0f32; n], vec![0.0f32; n]);
+    let (w, centre, edge) = (side, grid.centre, (1.0 - grid.centre) * 0.25);
+    let times = best_of(
+        || kernels::stencil5::launch(Launch::on(host), grid, &input, &mut output),
+        || {
+            want.par_chunks_mut(w).enumerate().for_each(|(r, row)| {
+                if r == 0 || r + 1 == side {
+                    row.copy_from_slice(&input[r * w..(r + 1) * w]);
+                    return;
+                }
+                let (above, here, below) = (
+                    &input[(r - 1) * w..r * w],
+                    &input[r * w..(r + 1) * w],
+                    &input[(r + 1) * w..(r + 2) * w],
+                );
+                row[0] = here[0];
+                row[w - 1] = here[w - 1];
+                for c in 1..w - 1 {
+                    row[c] =
+                        centre * here[c] + edge * (here[c - 1] + here[c + 1] + above[c] + below[c]);
+                }
+            })
+        },
+    )?;
+    report(
+        &format!("stencil5 {side}x{side} f32"),
+        2 * 4 * n,
+        times,
+        output == want,
+    );
+    Ok(())
+}
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let scale: u32 = std::env::args().nth(1).map_or(Ok(0), |s| s.parse())?;
+    let host = Device::host();
+    println!(
+        "{} ({} rayon threads), best of {REPEATS}; ratio = rayon's time / offload's (≥ 0.5: the goal)",
+        host.name(),
+        rayon::current_num_threads()
+    );
+    saxpy(&host, (1 << 24) >> scale)?;
+    add_sub(&host, (1 << 23) >> scale)?;
+    stencil(&host, 4096 >> (scale / 2))?;
+    Ok(())
+}
