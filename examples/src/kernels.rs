@@ -62,6 +62,30 @@ pub fn add_sub(negate: bool, a: &[i64], b: &[i64], sum: &mut [i64], diff: &mut [
     }
 }
 
+/// 64-bit products checked for overflow (`checked_mul`), unsigned and signed (the same bits read
+/// as `i64`): each product where it fits, else 0, and in `overflows` bit 0 set where the unsigned
+/// product overflows, bit 1 where the signed one does.
+#[offload::kernel]
+pub fn checked_products(
+    a: &[u64],
+    b: &[u64],
+    unsigned: &mut [u64],
+    signed: &mut [i64],
+    overflows: &mut [u8],
+) {
+    for (i, p) in unsigned.iter_mine() {
+        *p = a[i].checked_mul(b[i]).unwrap_or(0);
+    }
+    for (i, p) in signed.iter_mine() {
+        *p = (a[i] as i64).checked_mul(b[i] as i64).unwrap_or(0);
+    }
+    for (i, o) in overflows.iter_mine() {
+        let unsigned = a[i].checked_mul(b[i]).is_none();
+        let signed = (a[i] as i64).checked_mul(b[i] as i64).is_none();
+        *o = u8::from(unsigned) | u8::from(signed) << 1;
+    }
+}
+
 /// Writes, for every element, the global id of the thread that owns it and the launch's thread
 /// count: shows the index API and the grid-stride ownership of `iter_mine`.
 #[offload::kernel]

@@ -1,6 +1,7 @@
 //! The SPIR-V image (`OFFLOAD_SPIRV=1`): every kernel is an entry point, `spirv-val` accepts it,
-//! every kernel buffer is a CrossWorkgroup pointer (no buffer in Function storage), and exactly
-//! the kernels with warp operations require sub-groups of 32.
+//! every kernel buffer is a CrossWorkgroup pointer (no buffer in Function storage), exactly
+//! the kernels with warp operations require sub-groups of 32, and no instruction is one that
+//! Intel's OpenCL runtimes lack.
 //!
 //! Without `OFFLOAD_SPIRV=1` at build time these tests print `SKIPPED` and pass; with it and
 //! `OFFLOAD_REQUIRE_DEVICE_BUILD=1` (scripts/test) a missing image or `spirv-val` fails them.
@@ -141,6 +142,28 @@ fn kernel_buffers_are_cross_workgroup() {
         err.contains("saxpy: parameter 1 is a Function pointer, not a CrossWorkgroup buffer"),
         "{err}"
     );
+}
+
+/// Multiplies with overflow (`checked_mul`, in `checked_products` and every `#[tile(..)]` kernel)
+/// are OpenCL's `mul_hi`, not SPIR-V's OpUMulExtended or OpSMulExtended, which Intel's OpenCL
+/// runtimes lack (the whole image would fail to build there).
+#[test]
+fn no_multiply_extended_instructions() {
+    let Some(bytes) = spirv("no_multiply_extended_instructions") else {
+        return;
+    };
+    const OP_UMUL_EXTENDED: u32 = 151;
+    const OP_SMUL_EXTENDED: u32 = 152;
+    let words = spirv_image::words(bytes).unwrap();
+    let mut at = 5;
+    while at < words.len() {
+        let opcode = words[at] & 0xffff;
+        assert!(
+            opcode != OP_UMUL_EXTENDED && opcode != OP_SMUL_EXTENDED,
+            "opcode {opcode} at word {at}"
+        );
+        at += (words[at] >> 16) as usize;
+    }
 }
 
 /// Rewrites every `OpTypePointer` of storage class `from` to `to`.

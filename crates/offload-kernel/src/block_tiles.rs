@@ -95,7 +95,6 @@ impl<'a, T> BlockTiles<'a, T> {
             ptr: self.ptr,
             len: self.len,
             tile_len: self.tile_len,
-            tiles: self.tiles(),
             next: block_idx().linear_in(grid_dim()),
             stride: grid_dim().count() as usize,
             _borrow: PhantomData,
@@ -108,8 +107,6 @@ pub struct BlockTileIter<'s, T> {
     ptr: *mut T,
     len: usize,
     tile_len: usize,
-    /// Tiles in all: tile `k` exists, and starts inside the slice, exactly when `k < tiles`.
-    tiles: usize,
     next: usize,
     stride: usize,
     _borrow: PhantomData<&'s mut [T]>,
@@ -121,13 +118,7 @@ impl<'s, T> Iterator for BlockTileIter<'s, T> {
     #[inline(always)]
     fn next(&mut self) -> Option<Tile<'s, T>> {
         let k = self.next;
-        // A bound on the index rather than a checked multiply: `k * tile_len` cannot overflow
-        // below `tiles`, and OpenCL runtimes lack the 64-bit multiply-with-overflow (SPIR-V's
-        // OpUMulExtended) that `checked_mul` becomes.
-        if k >= self.tiles {
-            return None;
-        }
-        let start = k * self.tile_len;
+        let start = k.checked_mul(self.tile_len).filter(|&s| s < self.len)?;
         self.next = k + self.stride;
         Some(Tile {
             // SAFETY: start < len.

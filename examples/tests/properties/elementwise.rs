@@ -60,6 +60,29 @@ proptest! {
     }
 
     #[test]
+    fn checked_products(ab in proptest::collection::vec((near_overflow(), near_overflow()), 0..3000),
+                        shape in shape()) {
+        let (a, b): (Vec<u64>, Vec<u64>) = ab.into_iter().unzip();
+        let n = a.len();
+        let run = |device: &Device| {
+            let (mut unsigned, mut signed, mut overflows) = (vec![1u64; n], vec![1i64; n], vec![9u8; n]);
+            kernels::checked_products::launch(on(device, shape), &a, &b, &mut unsigned, &mut signed, &mut overflows)
+                .unwrap();
+            (unsigned, signed, overflows)
+        };
+        let (unsigned, signed, overflows) = run(&Device::host());
+        for i in 0..n {
+            let (u, s) = (a[i].checked_mul(b[i]), (a[i] as i64).checked_mul(b[i] as i64));
+            prop_assert_eq!(unsigned[i], u.unwrap_or(0));
+            prop_assert_eq!(signed[i], s.unwrap_or(0));
+            prop_assert_eq!(overflows[i], u8::from(u.is_none()) | u8::from(s.is_none()) << 1);
+        }
+        if let Some(g) = gpu() {
+            prop_assert_eq!(run(g), (unsigned, signed, overflows), "GPU vs host backend");
+        }
+    }
+
+    #[test]
     fn thread_ids(n in 0usize..5000, grid in (1u32..6, 1u32..4, 1u32..3), block in (1u32..130, 1u32..4, 1u32..3)) {
         let (grid, block) = (Dim3::new(grid.0, grid.1, grid.2), Dim3::new(block.0, block.1, block.2));
         let threads = (grid.count() * block.count()) as usize;
@@ -258,4 +281,17 @@ where
         prop_assert!(flat(&g).same_bits(&flat(&c)), "N={} GPU vs host backend", N);
     }
     Ok(())
+}
+
+/// 64-bit operands whose products often land near 2^63 and 2^64, where the signed and the
+/// unsigned products start to overflow: random bits of a random width, either sign.
+fn near_overflow() -> impl Strategy<Value = u64> {
+    (any::<u64>(), 0u32..64, any::<bool>()).prop_map(|(bits, shift, negate)| {
+        let v = bits >> shift;
+        if negate {
+            v.wrapping_neg()
+        } else {
+            v
+        }
+    })
 }

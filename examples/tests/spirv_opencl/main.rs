@@ -1,8 +1,9 @@
 //! The example kernels' SPIR-V image (`OFFLOAD_SPIRV=1`) run by a real OpenCL runtime (Intel's
-//! OpenCL CPU runtime in CI: `scripts/install-intel-opencl`), each result equal, bit for bit, to
+//! OpenCL CPU runtime in CI: `scripts/install-spirv`), each result equal, bit for bit, to
 //! the host backend's for the same launch: thread ids, a struct by value, f32 arithmetic,
 //! sub-group (warp) operations, static and dynamic shared memory with the block barrier, integer
-//! and f32 atomics, and a kernel panic reported through the image's panic record.
+//! and f32 atomics, checked multiplies (unsigned and signed, block tiles), and a kernel panic
+//! reported through the image's panic record.
 //!
 //! Without the image or an OpenCL device that takes SPIR-V these tests print `SKIPPED` and pass;
 //! with `OFFLOAD_REQUIRE_OPENCL=1` (scripts/test, after installing the runtime) they fail.
@@ -10,7 +11,7 @@
 mod opencl;
 
 use offload::{Device, ImageFormat, Launch};
-use offload_examples::kernels::{self, atomics, block, warps, Grid2};
+use offload_examples::kernels::{self, atomics, block, views, warps, Grid2};
 use opencl::{bytes_of, Arg, OpenCl};
 use std::io::Write;
 use std::sync::{Mutex, OnceLock};
@@ -331,6 +332,115 @@ fn atomics_match_the_host_backend() {
     atomics::histogram::launch(host_launch(9, 128), &values, &mut want).unwrap();
     assert_eq!(bins, want);
     assert_eq!(bins.iter().sum::<u32>(), values.len() as u32);
+}
+
+/// Multiplies with overflow (`checked_mul`) become OpenCL's `mul_hi` in the image (the runtime
+/// lacks SPIR-V's OpUMulExtended/OpSMulExtended): every pair of operands around 2^32, 2^63 and
+/// 2^64, either sign, unsigned and signed.
+#[test]
+fn checked_multiplies_match_the_host_backend() {
+    let Some(cl) = device("checked_multiplies_match_the_host_backend") else {
+        return;
+    };
+    let cl = cl.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    let magnitudes: [u64; 12] = [
+        0,
+        1,
+        3,
+        0xffff_ffff,
+        1 << 32,
+        (1 << 32) + 1,
+        3_037_000_499, // the largest square below 2^63 is its square
+        3_037_000_500,
+        i64::MAX as u64,
+        1 << 63,
+        u64::MAX,
+        0xdead_beef_cafe,
+    ];
+    let operands: Vec<u64> = magnitudes
+        .iter()
+        .flat_map(|&m| [m, m.wrapping_neg()])
+        .collect();
+    let (a, b): (Vec<u64>, Vec<u64>) = operands
+        .iter()
+        .flat_map(|&x| operands.iter().map(move |&y| (x, y)))
+        .unzip();
+    let n = a.len();
+    let (mut unsigned, mut signed, mut overflows) = (vec![1u64; n], vec![1i64; n], vec![9u8; n]);
+    let mut buffers = Buffers::new(&cl);
+    let args = [
+        buffers.input(as_bytes(&a)),
+        Arg::Value(bytes_of(&n)),
+        buffers.input(as_bytes(&b)),
+        Arg::Value(bytes_of(&n)),
+        buffers.output(as_bytes_mut(&mut unsigned)),
+        Arg::Value(bytes_of(&n)),
+        buffers.output(as_bytes_mut(&mut signed)),
+        Arg::Value(bytes_of(&n)),
+        buffers.output(as_bytes_mut(&mut overflows)),
+        Arg::Value(bytes_of(&n)),
+    ];
+    cl.launch("checked_products", [5, 1, 1], [64, 1, 1], 0, &args)
+        .unwrap();
+    buffers.finish();
+    let (mut want_unsigned, mut want_signed, mut want_overflows) =
+        (vec![1u64; n], vec![1i64; n], vec![9u8; n]);
+    kernels::checked_products::launch(
+        host_launch(5, 64),
+        &a,
+        &b,
+        &mut want_unsigned,
+        &mut want_signed,
+        &mut want_overflows,
+    )
+    .unwrap();
+    assert_eq!(unsigned, want_unsigned);
+    assert_eq!(signed, want_signed);
+    assert_eq!(overflows, want_overflows);
+    // Every combination of the two overflows occurs.
+    for bits in 0..4u8 {
+        assert!(
+            overflows.contains(&bits),
+            "no pair with overflow bits {bits}"
+        );
+    }
+}
+
+/// `#[tile(..)]` outputs (BlockTiles, whose tiles are bounded by a checked multiply) in shapes
+/// with fewer, as many and more blocks than tiles.
+#[test]
+fn block_tiles_match_the_host_backend() {
+    let Some(cl) = device("block_tiles_match_the_host_backend") else {
+        return;
+    };
+    let cl = cl.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    for (n, chunk, grid, block) in [
+        (1000usize, 256u32, 2usize, 32usize),
+        (5000, 100, 7, 64),
+        (77, 1024, 3, 128),
+        (300, 1, 40, 8),
+    ] {
+        let x = floats(n, 7);
+        let mut out = vec![f32::NAN; n];
+        let mut b = Buffers::new(&cl);
+        let args = [
+            Arg::Value(bytes_of(&chunk)),
+            b.input(as_bytes(&x)),
+            Arg::Value(bytes_of(&n)),
+            b.output(as_bytes_mut(&mut out)),
+            Arg::Value(bytes_of(&n)),
+        ];
+        cl.launch("reverse_tiles", [grid, 1, 1], [block, 1, 1], 0, &args)
+            .unwrap();
+        b.finish();
+        let mut want = vec![f32::NAN; n];
+        views::reverse_tiles::launch(host_launch(grid as u32, block as u32), chunk, &x, &mut want)
+            .unwrap();
+        assert!(
+            same_bits(&out, &want),
+            "n {n} chunk {chunk} grid {grid} block {block}"
+        );
+    }
 }
 
 #[test]

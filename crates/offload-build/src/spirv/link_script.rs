@@ -3,8 +3,10 @@
 //! The same argument handling as the nvptx64 script (`crate::link_script`), then: the libraries
 //! (compiler_builtins) as needed, everything but the exports internalized and dead code dropped
 //! (so the rewrite sees only what the kernels use), the `offload-spirv` pass (address spaces,
-//! kernel signatures, markers; `rewrite.cpp`), LLVM's O3 pipeline for the SPIR-V target, and
-//! `llc` to a SPIR-V 1.4 binary (what OpenCL 3.0 devices take through `clCreateProgramWithIL`).
+//! kernel signatures, markers; `rewrite.cpp`), LLVM's O3 pipeline for the SPIR-V target followed
+//! by the plugin's `offload-spirv-mul-overflow` (multiplies with overflow as OpenCL's `mul_hi`,
+//! also those O3 formed), and `llc` to a SPIR-V 1.4 binary (what OpenCL 3.0 devices take through
+//! `clCreateProgramWithIL`).
 
 use crate::link_script::{head, path_str, sh_quote, LINK_OBJECTS};
 use std::path::Path;
@@ -36,7 +38,8 @@ fi
     "$work/linked.bc" -o "$work/internal.bc" || fail "opt (internalize) failed"
 "$OPT" "-load-pass-plugin=$PASS_PLUGIN" -passes=offload-spirv "$work/internal.bc" \
     -o "$work/spirv.bc" || fail "the offload-spirv pass failed"
-"$OPT" "-passes=default<O$olevel>" "$work/spirv.bc" -o "$work/opt.bc" || fail "opt failed"
+"$OPT" "-load-pass-plugin=$PASS_PLUGIN" "-passes=default<O$olevel>,offload-spirv-mul-overflow" \
+    "$work/spirv.bc" -o "$work/opt.bc" || fail "opt failed"
 "$LLC" "-mtriple=$SPIRV_TRIPLE" "-O$llc_olevel" -filetype=obj "$work/opt.bc" -o "$out" \
     || fail "llc (SPIR-V) failed"
 "#;
@@ -99,7 +102,7 @@ mod tests {
                 "link W/obj1001.o -o W/objects.bc",
                 "opt --internalize-public-api-list=OFFLOAD_PANIC_RECORD,OFFLOAD_PANIC_FLAG_PTR,saxpy -passes=internalize,globaldce W/linked.bc -o W/internal.bc",
                 "opt -load-pass-plugin=/cache/offload_spirv.so -passes=offload-spirv W/internal.bc -o W/spirv.bc",
-                "opt -passes=default<O3> W/spirv.bc -o W/opt.bc",
+                "opt -load-pass-plugin=/cache/offload_spirv.so -passes=default<O3>,offload-spirv-mul-overflow W/spirv.bc -o W/opt.bc",
                 &format!("llc -mtriple=spirv64v1.4-unknown-unknown -O3 -filetype=obj W/opt.bc -o {}", out.display()),
             ]
         );

@@ -23,6 +23,9 @@
 //
 // Errors (inline assembly, NVVM intrinsics, recursion through a marker, external globals) are
 // reported as `offload-spirv: ...` and fail the pass.
+//
+// The plugin's second pass, `offload-spirv-mul-overflow`, runs after LLVM's optimizations and
+// lowers multiplies with overflow (checked_mul) to OpenCL's `mul_hi`: see lowerMulWithOverflow.
 
 #include "llvm/ADT/SetVector.h"
 #include "llvm/ADT/SmallVector.h"
@@ -586,9 +589,67 @@ private:
   }
 };
 
+// Intel's OpenCL runtimes lack OpUMulExtended and OpSMulExtended, which LLVM's SPIR-V backend
+// makes of `llvm.umul/smul.with.overflow` (Rust's checked_mul and overflowing_mul). They become
+// the wrapping product, and OpenCL's `mul_hi` (OpenCL.std u_mul_hi / s_mul_hi) for the overflow:
+// the high half is not zero (unsigned) or not the low half's sign (signed). A pass of its own,
+// run after LLVM's optimizations, which form these intrinsics too (InstCombine, from a widened
+// or divided product).
+void lowerMulWithOverflow(Module &M) {
+  std::vector<IntrinsicInst *> Calls;
+  for (Function &F : M)
+    for (Instruction &I : instructions(F))
+      if (auto *Call = dyn_cast<IntrinsicInst>(&I))
+        if (Call->getIntrinsicID() == Intrinsic::umul_with_overflow ||
+            Call->getIntrinsicID() == Intrinsic::smul_with_overflow)
+          Calls.push_back(Call);
+  for (IntrinsicInst *Call : Calls) {
+    bool Signed = Call->getIntrinsicID() == Intrinsic::smul_with_overflow;
+    auto *T = dyn_cast<IntegerType>(Call->getArgOperand(0)->getType());
+    // OpenCL's mangled scalar types of mul_hi's overloads: char, short, int, long and unsigned.
+    char Mangled = 0;
+    switch (T ? T->getBitWidth() : 0) {
+    case 8: Mangled = Signed ? 'c' : 'h'; break;
+    case 16: Mangled = Signed ? 's' : 't'; break;
+    case 32: Mangled = Signed ? 'i' : 'j'; break;
+    case 64: Mangled = Signed ? 'l' : 'm'; break;
+    }
+    if (!Mangled)
+      fail(Call->getFunction()->getName() + " uses " + Call->getCalledFunction()->getName() +
+           ", which has no SPIR-V lowering here (OpenCL's mul_hi takes 8- to 64-bit scalars)");
+    std::string Name = std::string("_Z6mul_hi") + Mangled + Mangled;
+    FunctionCallee MulHi = M.getOrInsertFunction(Name, T, T, T);
+    auto *Declared = cast<Function>(MulHi.getCallee());
+    Declared->setCallingConv(CallingConv::SPIR_FUNC);
+    Declared->setDoesNotAccessMemory();
+    Declared->setDoesNotThrow();
+    Declared->setWillReturn();
+
+    IRBuilder<> B(Call);
+    Value *X = Call->getArgOperand(0), *Y = Call->getArgOperand(1);
+    Value *Low = B.CreateMul(X, Y);
+    CallInst *High = B.CreateCall(MulHi, {X, Y});
+    High->setCallingConv(CallingConv::SPIR_FUNC);
+    Value *Expected = Signed ? B.CreateAShr(Low, T->getBitWidth() - 1)
+                             : static_cast<Value *>(ConstantInt::get(T, 0));
+    Value *Result = B.CreateInsertValue(PoisonValue::get(Call->getType()), Low, 0);
+    Result = B.CreateInsertValue(Result, B.CreateICmpNE(High, Expected), 1);
+    Call->replaceAllUsesWith(Result);
+    Call->eraseFromParent();
+  }
+}
+
 struct OffloadSpirv : PassInfoMixin<OffloadSpirv> {
   PreservedAnalyses run(Module &M, ModuleAnalysisManager &) {
     Rewrite(M).run();
+    return PreservedAnalyses::none();
+  }
+  static bool isRequired() { return true; }
+};
+
+struct OffloadSpirvMulOverflow : PassInfoMixin<OffloadSpirvMulOverflow> {
+  PreservedAnalyses run(Module &M, ModuleAnalysisManager &) {
+    lowerMulWithOverflow(M);
     return PreservedAnalyses::none();
   }
   static bool isRequired() { return true; }
@@ -601,9 +662,12 @@ extern "C" LLVM_ATTRIBUTE_WEAK PassPluginLibraryInfo llvmGetPassPluginInfo() {
             PB.registerPipelineParsingCallback(
                 [](StringRef Name, ModulePassManager &MPM,
                    ArrayRef<PassBuilder::PipelineElement>) {
-                  if (Name != "offload-spirv")
+                  if (Name == "offload-spirv")
+                    MPM.addPass(OffloadSpirv());
+                  else if (Name == "offload-spirv-mul-overflow")
+                    MPM.addPass(OffloadSpirvMulOverflow());
+                  else
                     return false;
-                  MPM.addPass(OffloadSpirv());
                   return true;
                 });
           }};
