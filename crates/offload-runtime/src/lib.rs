@@ -18,6 +18,8 @@
 
 mod aliasing;
 pub mod backend;
+#[cfg(feature = "cublas")]
+pub mod blas;
 mod device;
 mod device_slice;
 mod device_vec;
@@ -35,7 +37,7 @@ pub mod stream;
 pub mod trace;
 mod transfer;
 
-pub use backend::{BackendKind, Limits, MemoryInfo, Platform};
+pub use backend::{BackendKind, Limits, MemoryInfo, NativeQueue, Platform};
 pub use device::{default_device, devices, devices_of, plugins_without_devices, Device};
 pub use device_slice::DeviceSlice;
 pub use device_vec::DeviceVec;

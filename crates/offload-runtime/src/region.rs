@@ -308,6 +308,16 @@ impl<'r, T: DeviceCopy> Mapped<'r, T> {
         self.len == 0
     }
 
+    /// The device address of the mapped copy (a `CUdeviceptr` on a CUDA device, the host data's
+    /// own address on the host device; 0 when empty), for vendor libraries to read it. Valid
+    /// until the region ends. Plain launches and the region's copies have completed when their
+    /// call returns; a library call queued on another queue is ordered by the caller (wait for
+    /// it before the region ends). Nothing may write through it: the host data it copies is
+    /// borrowed shared.
+    pub fn device_ptr(&self) -> u64 {
+        self.addr
+    }
+
     fn kernel_arg<'a>(&self) -> KernelArg<'a> {
         KernelArg::resident::<T>(self.device, self.addr, self.len, false)
     }
@@ -339,6 +349,21 @@ impl<T: DeviceCopy> MappedMut<'_, T> {
     /// Whether it maps no element.
     pub fn is_empty(&self) -> bool {
         self.len == 0
+    }
+
+    /// The device address of the mapped copy, for vendor libraries to read it (as
+    /// [`Mapped::device_ptr`]).
+    pub fn device_ptr(&self) -> u64 {
+        self.addr
+    }
+
+    /// As [`MappedMut::device_ptr`], for a library that writes the device copy: the exclusive
+    /// borrow keeps offload's launches off it meanwhile. Write only `len()` elements of `T`, and
+    /// have the write complete before the next launch or update that uses the data (and before
+    /// the region ends, which copies `tofrom`/`from` data back). On the host device it is the
+    /// host data itself.
+    pub fn device_ptr_mut(&mut self) -> u64 {
+        self.addr
     }
 
     fn kernel_arg<'a>(&self, writable: bool) -> KernelArg<'a> {

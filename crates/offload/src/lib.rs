@@ -12,10 +12,17 @@ pub use offload_macros::{kernel, DeviceCopy};
 pub use offload_runtime::{
     default_device, devices, devices_of, last_launch, plugins_without_devices, region, region_on,
     scope, BackendKind, Device, DeviceImage, DeviceSlice, DeviceVec, Error, Event, ImageFormat,
-    ImageSet, Launch, LaunchReport, Limits, Mapped, MappedMut, MemoryInfo, PinnedVec, Platform,
-    Region, Result, Stream, StreamScope,
+    ImageSet, Launch, LaunchReport, Limits, Mapped, MappedMut, MemoryInfo, NativeQueue, PinnedVec,
+    Platform, Region, Result, Stream, StreamScope,
 };
 
+/// Level-1 BLAS (cuBLAS on CUDA devices) on a stream scope's device data, in order with the
+/// stream's kernels (feature `cublas`).
+#[cfg(all(
+    feature = "cublas",
+    not(any(target_arch = "nvptx64", target_arch = "amdgpu"))
+))]
+pub use offload_runtime::blas;
 /// How kernel arguments map to a device (`InArg`, `OutArg` and the map kinds).
 #[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
 pub use offload_runtime::map;

@@ -6,6 +6,7 @@ use crate::backend::limits::{EntryLimits, Limits, Shape};
 use crate::backend::packed::PackedArgs;
 use crate::Result;
 use std::any::Any;
+use std::ffi::c_void;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -39,6 +40,29 @@ pub struct MemoryInfo {
 /// An address in a device's memory (on the host CPU, a host address).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct DevicePtr(pub u64);
+
+/// The vendor's own handle of a plugin's queue ([`Backend::native_queue`]), for vendor libraries
+/// (cuBLAS, cuSOLVER, ...) to queue their work in order with the plugin's. The handles stay
+/// valid while the queue does; they are raw driver handles, used through the vendor's API only.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum NativeQueue {
+    /// A CUDA stream (`CUstream`) and the context it belongs to (`CUcontext`, the device's
+    /// primary context): make the context current before queuing work on the stream.
+    Cuda {
+        context: *mut c_void,
+        stream: *mut c_void,
+    },
+    /// A liboffload queue (`ol_queue_handle_t`); liboffload 22 does not reveal the vendor
+    /// stream beneath it.
+    LibOffload { queue: *mut c_void },
+}
+
+// SAFETY: both are driver handles, valid on any thread of the process (the CUDA driver and
+// liboffload are thread-safe); the enum only carries them.
+unsafe impl Send for NativeQueue {}
+// SAFETY: as for `Send`: nothing is reached through a shared `NativeQueue`.
+unsafe impl Sync for NativeQueue {}
 
 /// One device of a plugin, or one queue of it ([`Backend::new_queue`]). Operations are ordered on
 /// the queue; `synchronize` waits for them. Every operation of a released device
@@ -151,6 +175,10 @@ pub trait Backend: Send + Sync + 'static {
     /// backend is ordered on that queue only, so work on two queues may overlap. Images loaded
     /// through any queue of the device serve all of them.
     fn new_queue(&self) -> Result<Arc<dyn Backend>>;
+
+    /// The vendor's handle of this queue, for vendor libraries; `None` where there is none (the
+    /// host CPU).
+    fn native_queue(&self) -> Option<NativeQueue>;
 
     /// A mark after the work queued so far, for other queues of the device to wait on and for
     /// timing.

@@ -28,7 +28,9 @@ mod packed;
 mod registry;
 
 pub use code::{Code, EntryHandle, HostThread, ImageHandle};
-pub use interface::{Backend, BackendKind, DevicePtr, MemoryInfo, Platform, QueueEvent};
+pub use interface::{
+    Backend, BackendKind, DevicePtr, MemoryInfo, NativeQueue, Platform, QueueEvent,
+};
 pub use limits::{EntryLimits, Limits, Shape};
 pub use packed::PackedArgs;
 pub(crate) use registry::discover_all;
