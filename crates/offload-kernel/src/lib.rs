@@ -28,6 +28,7 @@ mod index;
 pub mod math;
 mod mine_with;
 pub mod mma;
+pub mod nd;
 #[doc(hidden)]
 pub mod panic_record;
 mod scatter;
