@@ -29,6 +29,7 @@ pub mod kernel;
 pub mod launch;
 mod loaded;
 pub mod map;
+pub mod nd;
 mod pinned;
 mod present;
 mod region;

@@ -59,6 +59,16 @@ pub mod std_offload {
     pub use offload_macros::offload_std as offload;
 }
 
+/// N-dimensional array views (1 to 3 dimensions, row-major) as kernel parameters: in the
+/// kernel, [`ArrayView2`](nd::ArrayView2) and friends (indexing per axis; outputs written through
+/// `iter_mine()`, which yields `(row, col, &mut element)`); at the launch, ndarray's views of
+/// the same name (feature `ndarray`), checked to be contiguous.
+pub mod nd {
+    pub use offload_kernel::nd::*;
+    #[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
+    pub use offload_runtime::nd::{NdIn, NdOut};
+}
+
 /// What a kernels module usually imports.
 pub mod prelude {
     pub use offload_kernel::{

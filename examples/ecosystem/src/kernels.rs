@@ -1,5 +1,8 @@
-//! The kernels of the conjugate-gradient solver: the operator and the scalar steps between the
-//! cuBLAS calls. Compiled for the GPU too (`no_std`-compatible).
+//! The kernels of the conjugate-gradient solver (the operator and the scalar steps between the
+//! cuBLAS calls), and kernels on ndarray views (`arrays`). Compiled for the GPU too
+//! (`no_std`-compatible).
+
+pub mod arrays;
 
 /// `ap = A p`, A the 5-point Laplacian (4 on the diagonal, -1 for each neighbour) on an `n × n`
 /// grid of unknowns, row-major, with zero values outside the grid (Dirichlet boundary).

@@ -10,11 +10,18 @@ use std::io::Write;
 /// The first GPU, if it is driven by the CUDA plugin and images were built.
 fn cuda_gpu(test: &str) -> Option<Device> {
     let reason = match offload::devices().iter().find(|d| d.is_gpu()) {
-        Some(_) if offload_ecosystem_examples::__OFFLOAD_IMAGES.images.is_empty() => {
+        Some(_)
+            if offload_ecosystem_examples::__OFFLOAD_IMAGES
+                .images
+                .is_empty() =>
+        {
             "no device images were built".to_string()
         }
         Some(d) if d.kind() == BackendKind::Cuda => return Some(d.clone()),
-        Some(d) => format!("{} is not driven by the CUDA plugin (cuBLAS needs it)", d.name()),
+        Some(d) => format!(
+            "{} is not driven by the CUDA plugin (cuBLAS needs it)",
+            d.name()
+        ),
         None => "no GPU".to_string(),
     };
     if std::env::var("OFFLOAD_REQUIRE_GPU").is_ok_and(|v| v == "1") {
@@ -25,7 +32,9 @@ fn cuda_gpu(test: &str) -> Option<Device> {
 }
 
 fn values(len: usize, seed: u64) -> Vec<f64> {
-    let mut state = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+    let mut state = seed
+        .wrapping_mul(6364136223846793005)
+        .wrapping_add(1442695040888963407);
     (0..len)
         .map(|_| {
             state = state
@@ -54,11 +63,25 @@ fn blas_matches_cpu(device: &Device) {
         Ok((stream.to_vec(result)?[0], stream.to_vec(dy)?))
     })
     .unwrap();
-    let expected: Vec<f64> = x.iter().zip(&y).map(|(x, y)| (y + 0.75 * x) * -2.5).collect();
+    let expected: Vec<f64> = x
+        .iter()
+        .zip(&y)
+        .map(|(x, y)| (y + 0.75 * x) * -2.5)
+        .collect();
     assert_eq!(y_after, expected, "axpy then scal on {}", device.name());
     let exact: f64 = x.iter().zip(&expected).map(|(a, b)| a * b).sum();
-    let bound = 2.0 * len as f64 * f64::EPSILON * x.iter().zip(&expected).map(|(a, b)| (a * b).abs()).sum::<f64>();
-    assert!((dot - exact).abs() <= bound, "dot {dot} against {exact} on {}", device.name());
+    let bound = 2.0
+        * len as f64
+        * f64::EPSILON
+        * x.iter()
+            .zip(&expected)
+            .map(|(a, b)| (a * b).abs())
+            .sum::<f64>();
+    assert!(
+        (dot - exact).abs() <= bound,
+        "dot {dot} against {exact} on {}",
+        device.name()
+    );
 }
 
 /// Wrong operands are errors, with nothing queued: lengths, a non-scalar alpha, a written
@@ -144,7 +167,11 @@ fn device_memory_is_reachable_through_the_driver(gpu: &Device) {
     let v = DeviceVec::from_slice(gpu, &data).unwrap();
     offload::scope(|s| {
         let stream = s.stream(gpu)?;
-        let Some(NativeQueue::Cuda { context, stream: cu_stream }) = stream.native_queue() else {
+        let Some(NativeQueue::Cuda {
+            context,
+            stream: cu_stream,
+        }) = stream.native_queue()
+        else {
             panic!("a CUDA stream expected on {}", gpu.name());
         };
         assert!(!context.is_null() && !cu_stream.is_null());
