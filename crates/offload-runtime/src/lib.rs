@@ -16,6 +16,8 @@
 //! (`backend::cuda`, `backend::host`), which launches. `stream::enqueue` does the same on a
 //! stream's own queue without waiting.
 
+#![warn(missing_docs)]
+
 mod aliasing;
 pub mod backend;
 #[cfg(feature = "cublas")]

@@ -13,6 +13,7 @@ use std::time::Duration;
 /// Which plugin runs a device.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum BackendKind {
+    /// The host CPU.
     Host,
     /// The CUDA driver, directly.
     Cuda,
@@ -23,6 +24,7 @@ pub enum BackendKind {
 /// What kind of processor a device is, whichever plugin drives it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Platform {
+    /// The host CPU.
     Host,
     /// An NVIDIA GPU.
     Cuda,
@@ -33,7 +35,9 @@ pub enum Platform {
 /// A device's memory, in bytes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct MemoryInfo {
+    /// Bytes not in use.
     pub free: usize,
+    /// Bytes in all.
     pub total: usize,
 }
 
@@ -50,12 +54,17 @@ pub enum NativeQueue {
     /// A CUDA stream (`CUstream`) and the context it belongs to (`CUcontext`, the device's
     /// primary context): make the context current before queuing work on the stream.
     Cuda {
+        /// The `CUcontext`.
         context: *mut c_void,
+        /// The `CUstream`.
         stream: *mut c_void,
     },
     /// A liboffload queue (`ol_queue_handle_t`); liboffload 22 does not reveal the vendor
     /// stream beneath it.
-    LibOffload { queue: *mut c_void },
+    LibOffload {
+        /// The `ol_queue_handle_t`.
+        queue: *mut c_void,
+    },
 }
 
 // SAFETY: both are driver handles, valid on any thread of the process (the CUDA driver and
@@ -73,7 +82,9 @@ unsafe impl Sync for NativeQueue {}
 /// `synchronize` into `KernelFailed`, naming the kernel.
 pub trait Backend: Send + Sync + 'static {
     // --- The device.
+    /// The plugin.
     fn kind(&self) -> BackendKind;
+    /// What the hardware is, whichever plugin drives it.
     fn platform(&self) -> Platform;
     /// The GPU's UUID, where the plugin can tell it: how one GPU seen by two plugins is found.
     fn uuid(&self) -> Option<[u8; 16]>;
