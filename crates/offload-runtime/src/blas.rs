@@ -5,6 +5,31 @@
 //! the device (cuBLAS's device pointer mode), so a loop of kernels and BLAS calls runs without
 //! the host waiting; read a result with [`Stream::to_vec`].
 //!
+//! ```
+//! # fn main() -> offload_runtime::Result<()> {
+//! use offload_runtime::blas::Blas;
+//! let (x, y) = (vec![1.0f64, 2.0, 3.0], vec![4.0f64, 5.0, 6.0]);
+//! let device = offload_runtime::default_device()?;   // cuBLAS on a CUDA GPU, else loops
+//! let (dot, y_after) = offload_runtime::scope(|s| {
+//!     let stream = s.stream(&device)?;
+//!     let blas = Blas::new(&stream)?;
+//!     let (dx, dy) = (stream.upload(&x)?, stream.upload(&y)?);
+//!     let scalars = stream.upload(&[2.0f64])?;           // alpha, on the device
+//!     let result = stream.alloc_zeroed::<f64>(1)?;
+//!     blas.axpy(scalars, dx, dy)?;                        // y += 2 x
+//!     blas.dot(dx, dy, result)?;                          // x · y, left on the device
+//!     // Kernels enqueued on `stream` here run in order with these calls.
+//!     Ok((stream.to_vec(result)?[0], stream.to_vec(dy)?))
+//! })?;
+//! assert_eq!(y_after, [6.0, 9.0, 12.0]);
+//! assert_eq!(dot, 6.0 + 18.0 + 36.0);
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! The same stream's [`Stream::native_queue`] and the slices' [`DeviceSlice::device_ptr`] let other
+//! vendor libraries (cuFFT, cuSOLVER, ...) work on the data in that order too.
+//!
 //! Safe for the same reasons as kernel launches on device slices: the memory lives until the
 //! scope ends, after the stream has finished; an operation that writes a slice another of its
 //! operands overlaps is refused with `Err(InvalidArgument)`; unordered uses from two streams give
