@@ -13,7 +13,7 @@ pub mod tensor;
 /// `y = a * x + y`, reading and writing 16 bytes (four elements) at a time where `x` and `y`
 /// are aligned alike.
 #[offload::kernel]
-pub fn saxpy(a: f32, x: &[f32], y: &mut [f32]) {
+pub fn saxpy(a: f32, x: &[f32], #[wide] y: &mut [f32]) {
     y.update_mine_wide(x, |y, x| y + a * x);
 }
 
@@ -120,7 +120,7 @@ pub mod warps;
 /// (`math::add`/`math::mul`), so the bits are those of `a * x + y` on the host. Reads and writes
 /// 16 bytes at a time where `x` and `y` are aligned alike.
 #[offload::kernel(instances(T = f32 | f64 | f16 | bf16))]
-pub fn axpy<T: WideElement + math::Arith>(a: T, x: &[T], y: &mut [T]) {
+pub fn axpy<T: WideElement + math::Arith>(a: T, x: &[T], #[wide] y: &mut [T]) {
     y.update_mine_wide(x, |y, x| math::add(math::mul(a, x), y));
 }
 
@@ -176,6 +176,6 @@ pub fn iota_fixed(x: *mut [f64; 256], offset: f64, step: &f64) {
 /// `y += x` on bytes, wrapping. With sixteen bytes per wide access it has the finest cut into
 /// chunks and ends, which the tests use to see every element updated exactly once.
 #[offload::kernel]
-pub fn add_bytes(x: &[u8], y: &mut [u8]) {
+pub fn add_bytes(x: &[u8], #[wide] y: &mut [u8]) {
     y.update_mine_wide(x, |y, x| y.wrapping_add(x));
 }

@@ -71,7 +71,7 @@ pub use warp::{
     ballot, lane_id, shuffle, shuffle_down, shuffle_up, shuffle_xor, sync_warp, vote_all, vote_any,
     warp_id, warp_max, warp_min, warp_reduce, warp_sum, WarpSum, WarpValue, WARP_SIZE,
 };
-pub use wide::{WideElement, WIDE_BYTES};
+pub use wide::{WideElement, WideSlice, WIDE_BYTES};
 
 /// The host backend's allocation behind one `shared!` site (used by the macro).
 #[cfg(not(target_arch = "nvptx64"))]

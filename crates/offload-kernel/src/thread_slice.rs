@@ -15,8 +15,8 @@
 //! [`ThreadSlice::iter_mine`] gives in the launch's whole slice: element `i` of the parameter
 //! belongs to the same thread whichever view reaches it, so the `iter_mine` loops of views taken
 //! by different threads, of different ranges, never race with each other or with the
-//! parameter's own. ([`ThreadSlice::update_mine_wide`] shares out 16-byte chunks by a rule of
-//! its own: do not mix it with `iter_mine` over the same elements in one launch.)
+//! parameter's own. (16-byte updates share out chunks by a rule of their own, so they take a
+//! parameter of their own: `#[wide]`, a [`WideSlice`](crate::WideSlice) in the body.)
 
 use crate::index::{global_id, global_threads};
 use core::marker::PhantomData;

@@ -3,7 +3,8 @@
 //! - `#[tile(len)]`: `offload::BlockTiles<T>`, tiles of `len` elements each owned by one block;
 //! - `#[scatter(index)]`: `offload::Scattered<T, I>`, element `index[i]` owned by the thread that
 //!   owns position `i` of the `&[I]` parameter `index`. Race-free only if `index` holds no value
-//!   twice, which the launcher's caller vouches for: the launcher becomes `unsafe`.
+//!   twice, which the launcher's caller vouches for: the launcher becomes `unsafe`;
+//! - `#[wide]`: `offload::WideSlice<T>`, updated 16 bytes per access, chunks owned grid-stride.
 //!
 //! Block-tiled ownership is race-free only if every thread of the launch cuts the slice into the
 //! same tiles, so `len` is restricted to what is the same in every thread: integer literals,
@@ -32,12 +33,13 @@ pub fn convert(
     if !matches!(p.passing, Passing::SliceMut) {
         return Err(Error::new(
             span,
-            "#[tile(..)] and #[scatter(..)] apply to `&mut [T]` parameters (outputs)",
+            "#[tile(..)], #[scatter(..)] and #[wide] apply to `&mut [T]` parameters (outputs)",
         ));
     }
     match ownership {
         Ownership::Tile(len) => tiles(p, len, span, params),
         Ownership::Scatter(index) => scatter(p, index, span, params),
+        Ownership::Wide => Ok(wide(p, span)),
     }
 }
 
@@ -75,6 +77,18 @@ fn scatter(p: &Param, index: &Ident, span: Span, params: &[Param]) -> Result<Tok
             unsafe { ::offload::Scattered::from_thread_slice(#name, #index) }
         };
     })
+}
+
+fn wide(p: &Param, span: Span) -> TokenStream {
+    let name = &p.name;
+    quote_spanned! {span=>
+        #[allow(unused_mut)]
+        let mut #name = {
+            // SAFETY: the parameter's own memory, consumed here so the body reaches it only in
+            // 16-byte chunks shared out one way.
+            unsafe { ::offload::WideSlice::from_thread_slice(#name) }
+        };
+    }
 }
 
 fn tiles(p: &Param, len: &Expr, span: Span, params: &[Param]) -> Result<TokenStream> {

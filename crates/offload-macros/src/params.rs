@@ -184,9 +184,12 @@ pub enum Ownership {
     Tile(Expr),
     /// `#[scatter(index)]`.
     Scatter(Ident),
+    /// `#[wide]`.
+    Wide,
 }
 
-/// The ownership attribute among `attrs` (`#[tile(..)]` or `#[scatter(..)]`), with its span.
+/// The ownership attribute among `attrs` (`#[tile(..)]`, `#[scatter(..)]` or `#[wide]`), with
+/// its span.
 fn parse_ownership(attrs: &[Attribute]) -> Result<Option<(Ownership, Span)>> {
     let mut found = None;
     for attr in attrs {
@@ -194,13 +197,16 @@ fn parse_ownership(attrs: &[Attribute]) -> Result<Option<(Ownership, Span)>> {
             Ownership::Tile(attr.parse_args::<Expr>()?)
         } else if attr.path().is_ident("scatter") {
             Ownership::Scatter(attr.parse_args::<Ident>()?)
+        } else if attr.path().is_ident("wide") {
+            attr.meta.require_path_only()?;
+            Ownership::Wide
         } else {
             continue;
         };
         if found.is_some() {
             return Err(Error::new_spanned(
                 attr,
-                "one ownership attribute per parameter (#[tile(..)] or #[scatter(..)])",
+                "one ownership attribute per parameter (#[tile(..)], #[scatter(..)] or #[wide])",
             ));
         }
         found = Some((ownership, attr.span()));
