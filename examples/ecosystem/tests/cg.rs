@@ -7,9 +7,10 @@ use offload::{BackendKind, Device, DeviceVec, Error, NativeQueue};
 use offload_ecosystem_examples::cg::{self, Problem};
 use std::io::Write;
 
-/// The first GPU, if it is driven by the CUDA plugin and images were built.
+/// The first GPU the CUDA plugin drives (also when `OFFLOAD_BACKEND=liboffload` lists it through
+/// liboffload), if images were built.
 fn cuda_gpu(test: &str) -> Option<Device> {
-    let reason = match offload::devices().iter().find(|d| d.is_gpu()) {
+    let reason = match offload::devices_of(BackendKind::Cuda).first() {
         Some(_)
             if offload_ecosystem_examples::__OFFLOAD_IMAGES
                 .images
@@ -17,18 +18,24 @@ fn cuda_gpu(test: &str) -> Option<Device> {
         {
             "no device images were built".to_string()
         }
-        Some(d) if d.kind() == BackendKind::Cuda => return Some(d.clone()),
-        Some(d) => format!(
-            "{} is not driven by the CUDA plugin (cuBLAS needs it)",
-            d.name()
-        ),
-        None => "no GPU".to_string(),
+        Some(d) => return Some(d.clone()),
+        None => "no GPU driven by the CUDA plugin (cuBLAS needs it)".to_string(),
     };
     if std::env::var("OFFLOAD_REQUIRE_GPU").is_ok_and(|v| v == "1") {
         panic!("{test}: OFFLOAD_REQUIRE_GPU=1 but {reason}");
     }
     let _ = writeln!(std::io::stderr(), "SKIPPED {test}: {reason}");
     None
+}
+
+/// A GPU driven by another plugin (liboffload) has no CUDA stream to give cuBLAS: `Blas::new` says
+/// so instead of failing later.
+fn blas_needs_the_cuda_plugin(gpu: &Device) {
+    let refused = offload::scope(|s| Blas::new(&s.stream(gpu)?).map(|_| ()));
+    match refused {
+        Err(Error::NoDevice(reason)) => assert!(reason.contains("CUDA plugin"), "{reason}"),
+        other => panic!("expected NoDevice on {}, got {other:?}", gpu.name()),
+    }
 }
 
 fn values(len: usize, seed: u64) -> Vec<f64> {
@@ -167,6 +174,9 @@ fn blas_and_cg_on_a_cuda_gpu() {
     blas_refuses_bad_operands(&gpu);
     cg_matches_cpu(&gpu, 128);
     device_memory_is_reachable_through_the_driver(&gpu);
+    for other in offload::devices_of(BackendKind::LibOffload) {
+        blas_needs_the_cuda_plugin(&other);
+    }
 }
 
 /// A DeviceVec's and a DeviceSlice's device pointers, read through the driver API in the
