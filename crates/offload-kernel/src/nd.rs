@@ -46,7 +46,13 @@ pub type ArrayViewMut3<'a, T> = ArrayViewMut<'a, T, 3>;
 
 /// Number of elements of an array of extents `dim`.
 fn count<const D: usize>(dim: &[usize; D]) -> usize {
-    dim.iter().product()
+    let mut elements = 1;
+    let mut axis = 0;
+    while axis < D {
+        elements *= dim[axis];
+        axis += 1;
+    }
+    elements
 }
 
 impl<'a, T, const D: usize> ArrayView<'a, T, D> {
@@ -79,14 +85,24 @@ impl<'a, T, const D: usize> ArrayView<'a, T, D> {
     /// The element at `index`, `None` when an index is past its axis.
     #[inline(always)]
     pub fn get(&self, index: [usize; D]) -> Option<&'a T> {
+        self.linear(index).map(|i| &self.data[i])
+    }
+
+    /// The row-major position of `index`, `None` when an index is past its axis. Indexing goes
+    /// through this rather than `get`: comparing an `Option<&T>` with null mixes pointer types
+    /// that the SPIR-V image's validator refuses.
+    #[inline(always)]
+    fn linear(&self, index: [usize; D]) -> Option<usize> {
         let mut linear = 0;
-        for (i, n) in index.into_iter().zip(self.dim) {
-            if i >= n {
+        let mut axis = 0;
+        while axis < D {
+            if index[axis] >= self.dim[axis] {
                 return None;
             }
-            linear = linear * n + i;
+            linear = linear * self.dim[axis] + index[axis];
+            axis += 1;
         }
-        self.data.get(linear)
+        Some(linear)
     }
 }
 
@@ -98,8 +114,8 @@ impl<T, const D: usize> Index<[usize; D]> for ArrayView<'_, T, D> {
     #[inline(always)]
     #[track_caller]
     fn index(&self, index: [usize; D]) -> &T {
-        match self.get(index) {
-            Some(v) => v,
+        match self.linear(index) {
+            Some(i) => &self.data[i],
             None => panic!("array index out of bounds"),
         }
     }
