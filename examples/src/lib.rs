@@ -2,10 +2,12 @@
 
 pub mod jacobi;
 pub mod kernels;
+pub mod mapped_copies;
 pub mod overlap;
 pub mod reference;
 pub mod reference_bandwidth;
 pub mod reference_gemm;
+pub mod reference_launch;
 pub mod reference_torch;
 pub mod tensor_launch;
 

@@ -8,7 +8,7 @@
 mod common;
 
 use common::gpu::gpu;
-use common::streams;
+use common::{graphs, streams};
 use offload::{Device, Error, Launch};
 use offload_examples::kernels;
 use std::io::Write;
@@ -23,6 +23,9 @@ fn streams_and_devices_on_the_gpu() {
     streams::events_order_and_time_streams(&gpu);
     streams::panic_on_a_stream_is_an_error(&gpu);
     streams::aliased_device_slices_are_refused(&gpu);
+    graphs::replays_give_the_launches_result(&gpu);
+    graphs::host_data_and_copies_are_refused_while_recording(&gpu);
+    graphs::a_panic_in_a_replay_is_an_error(&gpu);
     // The device is usable after the panic, on streams and with plain launches.
     streams::two_streams_give_the_cpu_result(&gpu);
     common::saxpy_matches_cpu(&gpu);

@@ -69,6 +69,12 @@ host_test!(
     aliased_device_slices_are_refused,
 );
 
+host_test!(
+    in graphs: replays_give_the_launches_result,
+    host_data_and_copies_are_refused_while_recording,
+    a_panic_in_a_replay_is_an_error,
+);
+
 #[test]
 fn every_device_at_once_gives_the_cpu_result() {
     common::streams::every_device_at_once_gives_the_cpu_result(offload::devices());

@@ -7,6 +7,7 @@
 //! the host into an error.
 
 use crate::backend::{self, Backend, BackendKind, Limits, MemoryInfo, Platform};
+use crate::bounce::{Bounce, BouncePool};
 use crate::kernel::Kernel;
 use crate::loaded::{Entry, Loaded};
 use crate::{Error, Result};
@@ -24,6 +25,8 @@ struct Shared {
     loaded: Loaded,
     /// See [`Device::launch_lock`].
     launches: Mutex<()>,
+    /// Page-locked buffers for the small copies of plain launches.
+    bounce: BouncePool,
 }
 
 impl Device {
@@ -33,6 +36,7 @@ impl Device {
                 backend,
                 loaded: Loaded::default(),
                 launches: Mutex::new(()),
+                bounce: BouncePool::default(),
             }),
         }
     }
@@ -169,6 +173,11 @@ impl Device {
     /// The entry of `kernel` on this device, its code loaded on first use.
     pub(crate) fn entry(&self, kernel: &'static Kernel) -> Result<Entry> {
         self.shared.loaded.entry(&self.shared.backend, kernel)
+    }
+
+    /// A bounce buffer for one launch's small copies (see `bounce`).
+    pub(crate) fn bounce(&self) -> Bounce<'_> {
+        self.shared.bounce.launch(&self.shared.backend)
     }
 
     /// Held from a launch until its panic record was read, when its image has one, so that when

@@ -242,11 +242,16 @@ pub fn launch(
     args: &mut [KernelArg<'_>],
 ) -> Result<()> {
     // Unless the launch names a device, data already on one decides.
-    let resident_on = args.iter().find_map(|a| match a.data {
-        ArgData::Resident { device, .. } => Device::by_id(device),
-        _ => None,
-    });
-    let device = resolve_device(kernel, launch.device.or(resident_on.as_ref()))?;
+    let resident_on = || {
+        args.iter().find_map(|a| match a.data {
+            ArgData::Resident { device, .. } => Device::by_id(device),
+            _ => None,
+        })
+    };
+    let device = match launch.device {
+        Some(named) => named.clone(),
+        None => resolve_device(kernel, resident_on().as_ref())?,
+    };
     let (shape, entry) = launch.prepare(kernel, &device, args)?;
     tracing::debug!(kernel = kernel.name, device = %device.name(), grid = ?shape.grid, block = ?shape.block, "launch");
     let mut report = LaunchReport::new(kernel.name, device.name(), shape);

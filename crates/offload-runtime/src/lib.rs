@@ -5,11 +5,12 @@
 //! - plugins (`backend`): one [`backend::Backend`] trait, a plugin per kind of device (CUDA,
 //!   the host CPU), knowing devices, memory, images, packed launches, queues and events; with the
 //!   plain data they share (`image`, `error`);
-//! - mapping (`device`, `loaded`, `kernel`, `transfer`, `present`, `trace`, `report`): devices and
+//! - mapping (`device`, `loaded`, `kernel`, `transfer`, `bounce`, `present`, `trace`, `report`): devices and
 //!   the code they loaded (with panic records), what launchers hand the runtime, the per-launch
 //!   data movement and the present table, once for every plugin;
-//! - launch API (`launch`, `map`, `region`, `stream`, `device_vec`, `device_slice`, `pinned`):
-//!   launches (what the generated launchers call), map kinds, data regions, streams, device data.
+//! - launch API (`launch`, `map`, `region`, `stream`, `graph`, `device_vec`, `device_slice`,
+//!   `pinned`): launches (what the generated launchers call), map kinds, data regions, streams,
+//!   recorded launches, device data.
 //!
 //! A launch: `launch::launch` picks the device and shape and gets the kernel's entry
 //! (`device` → `loaded`), `transfer::launch` places the data and calls the plugin
@@ -22,10 +23,12 @@ mod aliasing;
 pub mod backend;
 #[cfg(feature = "cublas")]
 pub mod blas;
+mod bounce;
 mod device;
 mod device_slice;
 mod device_vec;
 mod error;
+pub mod graph;
 mod image;
 pub mod kernel;
 pub mod launch;
@@ -45,6 +48,7 @@ pub use device::{default_device, devices, devices_of, plugins_without_devices, D
 pub use device_slice::DeviceSlice;
 pub use device_vec::DeviceVec;
 pub use error::{Error, Result};
+pub use graph::Graph;
 pub use image::{DeviceImage, ImageFormat, ImageSet};
 pub use launch::Launch;
 pub use pinned::PinnedVec;

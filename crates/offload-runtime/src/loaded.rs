@@ -10,6 +10,7 @@ use crate::kernel::Kernel;
 use crate::{Error, Result};
 use offload_kernel::panic_record::PanicRecord;
 use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
 use std::mem::size_of;
 use std::sync::{Arc, Mutex, PoisonError};
 
@@ -20,9 +21,35 @@ pub(crate) struct Loaded(Mutex<Tables>);
 #[derive(Default)]
 struct Tables {
     /// By the address of the code they came from (a `DeviceImage`, or a kernel's host build).
-    images: HashMap<usize, Arc<LoadedImage>>,
+    images: ByAddress<Arc<LoadedImage>>,
     /// By the address of the kernel's descriptor.
-    entries: HashMap<usize, Entry>,
+    entries: ByAddress<Entry>,
+}
+
+/// A map keyed by the address of a `static`, looked up on every launch.
+type ByAddress<V> = HashMap<usize, V, BuildHasherDefault<AddressHasher>>;
+
+/// Hashes an address with one multiply: addresses of statics are distinct and chosen by no
+/// adversary, so SipHash's protection would only cost time on every launch.
+#[derive(Default)]
+struct AddressHasher(u64);
+
+impl Hasher for AddressHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.write_usize(self.0 as usize ^ b as usize);
+        }
+    }
+
+    fn write_usize(&mut self, address: usize) {
+        let spread = (address as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        // Both ends count: the table's index takes the low bits, its tags the high ones.
+        self.0 = spread ^ (spread >> 32);
+    }
+
+    fn finish(&self) -> u64 {
+        self.0
+    }
 }
 
 /// A loaded image.

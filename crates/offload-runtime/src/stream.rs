@@ -23,6 +23,7 @@
 use crate::backend::{Backend, DevicePtr, NativeQueue, QueueEvent, Shape};
 use crate::device::{check_resident, Device};
 use crate::device_slice::{DeviceSlice, ScopeAllocation};
+use crate::graph::{Graph, Recording, ReplayQueue};
 use crate::kernel::{Kernel, KernelArg, OutKind};
 use crate::launch::Launch;
 use crate::loaded::{Entry, LoadedImage};
@@ -80,6 +81,7 @@ impl<'scope> StreamScope<'scope, '_> {
             backend: device.backend().new_queue()?,
             launched: Mutex::new(Vec::new()),
             allocations: Mutex::new(Vec::new()),
+            recording: Mutex::new(None),
         });
         self.queues
             .lock()
@@ -109,6 +111,26 @@ struct Queue {
     /// Memory of the device slices this stream made, released when the scope drops the queue
     /// (after waiting for every stream of the scope).
     allocations: Mutex<Vec<ScopeAllocation>>,
+    /// The recording in progress ([`Stream::record_graph`]), which takes the launches queued.
+    recording: Mutex<Option<Recording>>,
+}
+
+impl ReplayQueue for Queue {
+    fn backend(&self) -> &dyn Backend {
+        &*self.backend
+    }
+
+    fn after_device_queue(&self) -> Result<()> {
+        let device_queue = self.device.backend().record_event()?;
+        self.backend.wait_event(&*device_queue)
+    }
+
+    fn launched(&self, kernels: &[(&'static str, Arc<LoadedImage>)]) {
+        self.launched
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .extend(kernels.iter().cloned());
+    }
 }
 
 impl Queue {
@@ -161,12 +183,60 @@ impl<'scope> Stream<'scope> {
     /// Wait until everything queued so far has run; `Err(KernelFailed)` if a kernel of it
     /// panicked or faulted.
     pub fn synchronize(&self) -> Result<()> {
+        self.refuse_while_recording("offload::Stream::synchronize")?;
         self.queue.synchronize()
+    }
+
+    /// Record the launches `body` queues on this stream into a [`Graph`] instead of running
+    /// them, to queue them again, all at once, with [`Graph::launch`] (see [`crate::graph`]:
+    /// device data and values only; nothing but launches on this stream meanwhile).
+    pub fn record_graph(&self, body: impl FnOnce(&Self) -> Result<()>) -> Result<Graph<'scope>> {
+        let queue = &*self.queue.backend;
+        {
+            let mut recording = self.recording();
+            if recording.is_some() {
+                return Err(Error::InvalidLaunch {
+                    kernel: "offload::Stream::record_graph",
+                    device: self.queue.device.name().to_string(),
+                    reason: "the stream is already recording".to_string(),
+                });
+            }
+            *recording = Some(Recording::begin(queue)?);
+        }
+        let recorded = catch_unwind(AssertUnwindSafe(|| body(self)));
+        let recording = self.recording().take().expect("recording since `begin`");
+        // Ended whatever `body` did, so that the stream stops recording.
+        let graph = recording.end(self.queue.clone());
+        match recorded {
+            Err(panic) => resume_unwind(panic),
+            Ok(recorded) => recorded?,
+        }
+        graph
+    }
+
+    fn recording(&self) -> std::sync::MutexGuard<'_, Option<Recording>> {
+        self.queue
+            .recording
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// `Err` naming `what` while the stream records: only launches can be recorded.
+    fn refuse_while_recording(&self, what: &'static str) -> Result<()> {
+        if self.recording().is_none() {
+            return Ok(());
+        }
+        Err(Error::InvalidLaunch {
+            kernel: what,
+            device: self.queue.device.name().to_string(),
+            reason: "the stream is recording, and only kernel launches can be recorded".to_string(),
+        })
     }
 
     /// Device memory holding a copy of `src`, queued on this stream. From a
     /// [`crate::PinnedVec`] the copy runs asynchronously; from ordinary memory it is staged.
     pub fn upload<T: DeviceCopy>(&self, src: &'scope [T]) -> Result<DeviceSlice<'scope, T>> {
+        self.refuse_while_recording("offload::Stream::upload")?;
         let slice = self.alloc_zeroed_unqueued::<T>(src.len(), false, "offload::Stream::upload")?;
         if !src.is_empty() {
             // SAFETY: the slice holds `src.len()` elements; `src` is borrowed for the scope,
@@ -184,6 +254,7 @@ impl<'scope> Stream<'scope> {
 
     /// `len` zeroed elements of device memory, zeroed in order on this stream.
     pub fn alloc_zeroed<T: DeviceCopy>(&self, len: usize) -> Result<DeviceSlice<'scope, T>> {
+        self.refuse_while_recording("offload::Stream::alloc_zeroed")?;
         self.alloc_zeroed_unqueued(len, true, "offload::Stream::alloc_zeroed")
     }
 
@@ -223,6 +294,7 @@ impl<'scope> Stream<'scope> {
         src: DeviceSlice<'scope, T>,
         dst: &'scope mut [T],
     ) -> Result<()> {
+        self.refuse_while_recording("offload::Stream::download")?;
         let device = &self.queue.device;
         check_resident(
             "offload::Stream::download",
@@ -299,12 +371,12 @@ impl<'scope> Stream<'scope> {
     /// Order the work queued from now on after the work queued on the device's own queue (where
     /// `DeviceVec`s and data regions allocate and copy).
     fn after_device_queue(&self) -> Result<()> {
-        let device_queue = self.queue.device.backend().record_event()?;
-        self.queue.backend.wait_event(&*device_queue)
+        self.queue.after_device_queue()
     }
 
     /// A mark after the work queued so far.
     pub fn record(&self) -> Result<Event> {
+        self.refuse_while_recording("offload::Stream::record")?;
         Ok(Event {
             device_id: self.queue.device.id(),
             event: self.queue.backend.record_event()?,
@@ -314,6 +386,7 @@ impl<'scope> Stream<'scope> {
     /// Make the work queued on this stream from now on wait for `event`, recorded on any stream
     /// (of another device, the calling thread waits for it here).
     pub fn wait(&self, event: &Event) -> Result<()> {
+        self.refuse_while_recording("offload::Stream::wait")?;
         if event.device_id == self.queue.device.id() {
             self.queue.backend.wait_event(&*event.event)
         } else {
@@ -369,8 +442,11 @@ pub fn enqueue(
         }
     }
     let (shape, entry) = launch.prepare(kernel, device, args)?;
-    let mut report = LaunchReport::new(kernel.name, device.name(), shape);
     let backend = &*stream.queue.backend;
+    if let Some(recording) = stream.recording().as_mut() {
+        return recording.add(backend, device, kernel, &entry, shape, args);
+    }
+    let mut report = LaunchReport::new(kernel.name, device.name(), shape);
     let mut buffers = Vec::with_capacity(args.len());
     let queued = queue_launch(
         stream,

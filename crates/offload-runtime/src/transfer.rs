@@ -10,6 +10,7 @@
 //! succeeded, as on a GPU. Nothing is traced there: nothing moves.
 
 use crate::backend::{Backend, DevicePtr, PackedArgs, Shape};
+use crate::bounce::Bounce;
 use crate::device::{check_resident, Device};
 use crate::kernel::{ArgData, KernelArg, OutKind};
 use crate::loaded::Entry;
@@ -19,8 +20,8 @@ use crate::trace::{self, CopySource, LaunchSummary};
 use crate::{Error, Result};
 use std::time::Instant;
 
-/// Device memory of one launch: its own copies, and the present entries it holds a count on.
-/// Released (after the queue drains) on every exit path.
+/// Device memory of one launch: its own copies, its bounce buffer for the small ones, and the
+/// present entries it holds a count on. Released (after the queue drains) on every exit path.
 struct Buffers<'b> {
     backend: &'b dyn Backend,
     device_id: usize,
@@ -29,13 +30,23 @@ struct Buffers<'b> {
     /// Copies made for this launch: device address, host address, bytes.
     own: Vec<(DevicePtr, usize, usize)>,
     retained: Vec<Key>,
+    /// Whether the queue has completed everything queued so far (the launch succeeded and its
+    /// results are back): then there is nothing to wait for before releasing.
+    drained: bool,
+    /// Page-locked room for the small copies; given back once the queue has drained (a field:
+    /// dropped after `drop` waited).
+    bounce: Bounce<'b>,
+    /// Whether a copy in went straight from the caller's memory (not through `bounce`).
+    direct_copy_in: bool,
 }
 
 impl Drop for Buffers<'_> {
     fn drop(&mut self) {
         // Queued copies and the kernel may still use these buffers after an error: drain the
         // queue before giving memory back and returning to the caller.
-        let _ = self.backend.synchronize();
+        if !self.drained {
+            let _ = self.backend.synchronize();
+        }
         for &(device, host, bytes) in &self.own {
             // SAFETY: allocated by this launch from this backend, and no longer in use.
             unsafe { self.backend.free(device) };
@@ -54,15 +65,17 @@ impl Drop for Buffers<'_> {
 }
 
 impl Buffers<'_> {
-    /// A device copy of host bytes for this launch: copied in for `copy_in`, zeroed otherwise.
+    /// A device copy of host bytes for this launch: copied in for `copy_in`, zeroed otherwise;
+    /// with its bounce slot when it is small (`copy_back`: one is wanted for the copy back too).
     fn map(
         &mut self,
         kernel: &'static str,
         host: *const u8,
         bytes: usize,
         copy_in: bool,
+        copy_back: bool,
         report: &mut LaunchReport,
-    ) -> Result<DevicePtr> {
+    ) -> Result<(DevicePtr, Option<*mut u8>)> {
         let backend = self.backend;
         let device = backend.alloc(kernel, bytes)?;
         self.own.push((device, host as usize, bytes));
@@ -70,10 +83,29 @@ impl Buffers<'_> {
             let kind = if copy_in { "to" } else { "alloc" };
             trace::map(backend.name(), kind, host as usize, bytes);
         }
+        // Not on a host-memory device, where a copy is a memcpy already.
+        let slot = if self.traced && (copy_in || copy_back) {
+            self.bounce.slot(bytes)
+        } else {
+            None
+        };
         if copy_in {
             let start = Instant::now();
-            // SAFETY: the host slice is borrowed for the launch and `device` holds `bytes`.
-            unsafe { backend.copy_to_device(device, host, bytes)? };
+            let source = match slot {
+                Some(slot) => {
+                    // SAFETY: the host slice holds `bytes` readable bytes, the slot has room for
+                    // them, and they are distinct allocations.
+                    unsafe { std::ptr::copy_nonoverlapping(host, slot, bytes) };
+                    slot as *const u8
+                }
+                None => {
+                    self.direct_copy_in = true;
+                    host
+                }
+            };
+            // SAFETY: the source (the host slice, borrowed for the launch, or its bounce slot,
+            // kept until the queue drained) holds `bytes`, and `device` holds `bytes`.
+            unsafe { backend.copy_to_device(device, source, bytes)? };
             if self.traced {
                 let time = start.elapsed();
                 trace::copy_to_device(
@@ -90,7 +122,7 @@ impl Buffers<'_> {
             // SAFETY: `device` holds `bytes`.
             unsafe { backend.fill_zero(device, bytes)? };
         }
-        Ok(device)
+        Ok((device, slot))
     }
 }
 
@@ -203,8 +235,12 @@ pub(crate) fn launch(
         backend,
         device_id,
         traced,
-        own: Vec::with_capacity(args.len()),
+        // Allocated only by launches that copy.
+        own: Vec::new(),
         retained: Vec::new(),
+        drained: false,
+        bounce: device.bounce(),
+        direct_copy_in: false,
     };
     let mut summary = LaunchSummary::default();
     let mut copy_back = Vec::new();
@@ -229,7 +265,7 @@ pub(crate) fn launch(
                 }),
                 None => {
                     summary.copied += 1;
-                    buffers.map(kernel, ptr, bytes, true, report)
+                    Ok(buffers.map(kernel, ptr, bytes, true, false, report)?.0)
                 }
             }
         }
@@ -237,17 +273,22 @@ pub(crate) fn launch(
         // bytes), so outputs are never present: each gets its own device copy.
         HostData::Output { ptr, bytes, kind } => {
             let copy_in = matches!(kind, OutKind::ToFrom | OutKind::To);
-            let device = buffers.map(kernel, ptr, bytes, copy_in, report)?;
-            if matches!(kind, OutKind::ToFrom | OutKind::From) {
-                copy_back.push((ptr, device, bytes));
+            let back = matches!(kind, OutKind::ToFrom | OutKind::From);
+            let (device, slot) = buffers.map(kernel, ptr, bytes, copy_in, back, report)?;
+            if back {
+                copy_back.push((ptr, device, bytes, slot));
             }
             summary.copied += 1;
             Ok(device)
         }
     })?;
     summary.resident += resident;
-    // Drain the copies first, so that the kernel's time is its own.
-    backend.synchronize()?;
+    // Drain the copies first, so that the kernel's time is its own; not for copies from the
+    // bounce buffer (small: waiting for them apart would cost as much as they do) or when nothing
+    // was copied (the queue holds no work of this launch).
+    if buffers.direct_copy_in {
+        backend.synchronize()?;
+    }
     // Launch to panic check, one launch at a time: otherwise another thread's synchronize could
     // take this launch's panic (one queue, one panic record per image).
     let collecting = entry.image.reports_panics().then(|| device.launch_lock());
@@ -257,6 +298,15 @@ pub(crate) fn launch(
     // SAFETY: `params` were packed from the arguments of this kernel's launcher, and the device
     // copies they name live until `buffers` is dropped, after the queue drained.
     unsafe { backend.launch(entry.handle, shape, &params) }.map_err(failed)?;
+    // Small results go to their bounce slots right behind the kernel, and reach the caller only
+    // once the kernel is known to have succeeded.
+    for &(_, device, bytes, slot) in &copy_back {
+        if let Some(slot) = slot {
+            // SAFETY: the slot has room for `bytes` and is not used otherwise until the queue
+            // drained; `device` holds `bytes`.
+            unsafe { backend.copy_from_device(slot, device, bytes)? };
+        }
+    }
     // A faulting kernel shows at the first synchronizing call after it: wait before copying back
     // so that the error names the kernel and no result bytes reach the host.
     backend.synchronize().map_err(failed)?;
@@ -271,17 +321,34 @@ pub(crate) fn launch(
         });
     }
     drop(collecting);
-    for (host, device, bytes) in copy_back {
-        let start = Instant::now();
-        // SAFETY: the `&mut` host slice is borrowed until this function returns.
-        unsafe { backend.copy_from_device(host, device, bytes)? };
-        backend.synchronize()?;
+    // The large copies back queued, then one wait, unless the trace prints each copy's own time.
+    let wait_each = trace::enabled();
+    let last_direct = copy_back.iter().rposition(|c| c.3.is_none());
+    let mut waited = finished;
+    for (i, &(host, device, bytes, slot)) in copy_back.iter().enumerate() {
+        match slot {
+            // SAFETY: the slot holds the result (the queue drained); the `&mut` host slice is
+            // borrowed until this function returns; distinct allocations.
+            Some(slot) => unsafe { std::ptr::copy_nonoverlapping(slot, host, bytes) },
+            None => {
+                // SAFETY: the `&mut` host slice is borrowed until this function returns.
+                unsafe { backend.copy_from_device(host, device, bytes)? };
+                if wait_each || Some(i) == last_direct {
+                    backend.synchronize()?;
+                }
+            }
+        }
         if traced {
-            trace::copy_from_device(device_id, backend.name(), host, bytes, start.elapsed());
+            let now = Instant::now();
+            trace::copy_from_device(device_id, backend.name(), host, bytes, now - waited);
             report.bytes_from_device += bytes;
+            waited = now;
         }
     }
-    report.time_from_device = finished.elapsed();
+    buffers.drained = true;
+    if !copy_back.is_empty() {
+        report.time_from_device = finished.elapsed();
+    }
     drop(buffers);
     if traced {
         trace::launch(report, &summary);

@@ -11,9 +11,9 @@ pub use offload_macros::{kernel, DeviceCopy};
 #[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
 pub use offload_runtime::{
     default_device, devices, devices_of, last_launch, plugins_without_devices, region, region_on,
-    scope, BackendKind, Device, DeviceImage, DeviceSlice, DeviceVec, Error, Event, ImageFormat,
-    ImageSet, Launch, LaunchReport, Limits, Mapped, MappedMut, MemoryInfo, NativeQueue, PinnedVec,
-    Platform, Region, Result, Stream, StreamScope,
+    scope, BackendKind, Device, DeviceImage, DeviceSlice, DeviceVec, Error, Event, Graph,
+    ImageFormat, ImageSet, Launch, LaunchReport, Limits, Mapped, MappedMut, MemoryInfo,
+    NativeQueue, PinnedVec, Platform, Region, Result, Stream, StreamScope,
 };
 
 /// Level-1 BLAS (cuBLAS on CUDA devices) on a stream scope's device data, in order with the

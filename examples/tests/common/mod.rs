@@ -4,6 +4,7 @@
 
 pub mod atomics;
 pub mod gpu;
+pub mod graphs;
 pub mod mapping;
 pub mod streams;
 pub mod warps;

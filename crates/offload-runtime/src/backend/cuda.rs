@@ -3,9 +3,10 @@
 //! copied through the pinned buffers of `cuda_staging`.
 
 use crate::backend::code::{Code, EntryHandle, ImageHandle};
+use crate::backend::cuda_graph;
 use crate::backend::cuda_staging::{Staging, STAGE_FROM};
 use crate::backend::interface::{
-    Backend, BackendKind, DevicePtr, MemoryInfo, NativeQueue, Platform, QueueEvent,
+    Backend, BackendKind, DevicePtr, MemoryInfo, NativeQueue, Platform, QueueEvent, RecordedWork,
 };
 use crate::backend::limits::{EntryLimits, Limits, Shape};
 use crate::backend::packed::PackedArgs;
@@ -19,6 +20,9 @@ use std::ffi::{c_void, CString};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
+
+/// Launch parameters passed to the driver without a heap allocation.
+const STACK_PARAMS: usize = 24;
 
 /// Every CUDA device, or why there are none to use.
 pub fn discover() -> std::result::Result<Vec<Arc<dyn Backend>>, String> {
@@ -52,8 +56,8 @@ struct Shared {
     ctx: Arc<CudaContext>,
     /// Every module loaded, for `release` and drop to unload.
     modules: Mutex<Vec<Module>>,
-    /// Set by [`Backend::release`].
-    released: AtomicBool,
+    /// Set by [`Backend::release`] (shared with recorded graphs, which refuse to replay then).
+    released: Arc<AtomicBool>,
     /// Pinned buffers for large copies.
     staging: Mutex<Staging>,
 }
@@ -104,7 +108,7 @@ impl CudaBackend {
             shared: Arc::new(Shared {
                 ctx: ctx.clone(),
                 modules: Mutex::new(Vec::new()),
-                released: AtomicBool::new(false),
+                released: Arc::new(AtomicBool::new(false)),
                 staging: Mutex::new(Staging::default()),
             }),
             ctx,
@@ -495,13 +499,21 @@ impl Backend for CudaBackend {
             .map_err(self.driver_error("setting the kernel's dynamic shared memory"))?;
         }
         // cuLaunchKernel takes a pointer to each parameter's bytes, and reads as many as the
-        // entry's parameter of that position has.
-        let mut pointers: Vec<*mut c_void> = args
-            .offsets()
-            .iter()
+        // entry's parameter of that position has. On the stack for the usual few parameters:
+        // the launch path allocates nothing here.
+        let offsets = args.offsets();
+        let mut on_stack = [std::ptr::null_mut::<c_void>(); STACK_PARAMS];
+        let mut on_heap = Vec::new();
+        let pointers = if offsets.len() <= STACK_PARAMS {
+            &mut on_stack[..offsets.len()]
+        } else {
+            on_heap.resize(offsets.len(), std::ptr::null_mut());
+            &mut on_heap[..]
+        };
+        for (pointer, &offset) in pointers.iter_mut().zip(offsets) {
             // SAFETY: every offset lies inside the buffer.
-            .map(|&offset| unsafe { args.as_ptr().add(offset) } as *mut c_void)
-            .collect();
+            *pointer = unsafe { args.as_ptr().add(offset) } as *mut c_void;
+        }
         // SAFETY: `function` comes from a loaded module; `pointers` point at the entry's
         // parameters (the trait contract) and stay alive for the call (the driver copies
         // parameter values at launch).
@@ -512,7 +524,7 @@ impl Backend for CudaBackend {
                 (block.x, block.y, block.z),
                 dynamic_shared,
                 self.stream.cu_stream(),
-                &mut pointers,
+                pointers,
             )
         }
         .map_err(|e| Error::Driver {
@@ -524,8 +536,9 @@ impl Backend for CudaBackend {
 
     fn synchronize(&self) -> Result<()> {
         self.bind()?;
-        self.stream
-            .synchronize()
+        // SAFETY: the stream is alive; the context is bound (the stream's own `synchronize`
+        // would bind it again, a driver call more on every launch).
+        unsafe { result::stream::synchronize(self.stream.cu_stream()) }
             .map_err(self.driver_error("synchronizing"))
     }
 
@@ -591,6 +604,19 @@ impl Backend for CudaBackend {
         self.stream
             .wait(&event.event)
             .map_err(self.driver_error("waiting for an event"))
+    }
+
+    fn begin_recording(&self) -> Result<bool> {
+        self.bind()?;
+        cuda_graph::begin(&self.stream).map_err(self.driver_error("starting a recording"))?;
+        Ok(true)
+    }
+
+    fn end_recording(&self) -> Result<Box<dyn RecordedWork>> {
+        self.bind()?;
+        let graph = cuda_graph::end(&self.ctx, &self.stream, &self.name, &self.shared.released)
+            .map_err(self.driver_error("ending a recording"))?;
+        Ok(Box::new(graph))
     }
 }
 

@@ -1,5 +1,5 @@
-//! The plugin interface: what every plugin provides ([`Backend`], [`QueueEvent`]) and the plain
-//! data it speaks in besides [`Code`], [`PackedArgs`], [`Shape`] and [`Limits`].
+//! The plugin interface: what every plugin provides ([`Backend`], [`QueueEvent`], and where it
+//! can record launches, [`RecordedWork`]) and the plain data it speaks in besides [`Code`], [`PackedArgs`], [`Shape`] and [`Limits`].
 
 use crate::backend::code::{Code, EntryHandle, ImageHandle};
 use crate::backend::limits::{EntryLimits, Limits, Shape};
@@ -198,6 +198,37 @@ pub trait Backend: Send + Sync + 'static {
     /// Make the work queued from now on wait until `event`, recorded on a queue of this device,
     /// has completed.
     fn wait_event(&self, event: &dyn QueueEvent) -> Result<()>;
+
+    // --- Recording (optional).
+    /// Start recording the launches queued on this queue from now on instead of running them,
+    /// until `end_recording` (a CUDA stream capture). `Ok(false)`, the default, when the plugin
+    /// cannot record: the layer above then keeps the launches itself and replays them one by
+    /// one. Only launches are queued while recording.
+    fn begin_recording(&self) -> Result<bool> {
+        Ok(false)
+    }
+
+    /// End the recording `begin_recording` started, returning the recorded launches, ready to
+    /// replay on this queue. Called once after every `begin_recording` that returned `true`,
+    /// whatever happened in between.
+    fn end_recording(&self) -> Result<Box<dyn RecordedWork>> {
+        Err(crate::Error::Driver {
+            device: self.name().to_string(),
+            operation: "ending a recording",
+            message: "this plugin does not record launches".to_string(),
+        })
+    }
+}
+
+/// Launches recorded by [`Backend::begin_recording`] / [`Backend::end_recording`] (a CUDA
+/// graph), bound to the queue that recorded them. Dropping it waits for that queue.
+pub trait RecordedWork: Send + Sync {
+    /// Queue every recorded launch again, in the recorded order, on the recording queue.
+    ///
+    /// # Safety
+    /// Everything the recorded launches reach through their parameters still holds what the
+    /// kernels use, until the replay has completed.
+    unsafe fn replay(&self) -> Result<()>;
 }
 
 /// A point in a queue, recorded by [`Backend::record_event`].

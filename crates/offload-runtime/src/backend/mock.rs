@@ -41,6 +41,8 @@ pub(crate) struct MockGpu {
     /// Whether kernels reach pinned host memory (a panic flag); without, the runtime reads the
     /// panic record after every launch.
     pub maps_pinned: AtomicBool,
+    /// Live pinned allocations (address → bytes): panic flags and bounce buffers.
+    pinned: Mutex<BTreeMap<usize, usize>>,
     released: AtomicBool,
     /// Which plugin it poses as, for which GPU, at which ordinal, with which UUID (discovery
     /// tests).
@@ -58,6 +60,7 @@ impl MockGpu {
             globals: Mutex::new(Vec::new()),
             panic_next: Mutex::new(None),
             maps_pinned: AtomicBool::new(true),
+            pinned: Mutex::new(BTreeMap::new()),
             released: AtomicBool::new(false),
             identity: (BackendKind::Cuda, Platform::Cuda, 0, None),
         }
@@ -215,12 +218,15 @@ impl Backend for MockGpu {
     }
     fn alloc_pinned(&self, bytes: usize) -> Result<*mut u8> {
         // SAFETY: bytes > 0 (the trait contract).
-        Ok(unsafe { alloc_zeroed(pinned_layout(bytes)) })
+        let ptr = unsafe { alloc_zeroed(pinned_layout(bytes)) };
+        self.pinned.lock().unwrap().insert(ptr as usize, bytes);
+        Ok(ptr)
     }
     unsafe fn free_pinned(&self, ptr: *mut u8) {
-        // The runtime's only pinned memory here is a panic flag: one word.
+        let bytes = self.pinned.lock().unwrap().remove(&(ptr as usize));
+        let bytes = bytes.expect("freeing pinned memory this mock did not allocate");
         // SAFETY: allocated by `alloc_pinned` with this layout.
-        unsafe { dealloc(ptr, pinned_layout(size_of::<u32>())) };
+        unsafe { dealloc(ptr, pinned_layout(bytes)) };
     }
     fn pinned_device_address(&self, ptr: *mut u8) -> Option<DevicePtr> {
         let maps = self.maps_pinned.load(Ordering::Relaxed);

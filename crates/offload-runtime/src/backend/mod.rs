@@ -7,7 +7,8 @@
 //! present table, transfers, image caching, panic records) lives once above them.
 //!
 //! The plugins, each registered once in [`PLUGINS`]: `cuda` (the driver API, loaded at run time;
-//! pageable copies staged through `cuda_staging`'s pinned buffers), `liboffload` (LLVM's offload
+//! pageable copies staged through `cuda_staging`'s pinned buffers, launches recorded as CUDA
+//! graphs by `cuda_graph`), `liboffload` (LLVM's offload
 //! runtime, loaded at run time: NVIDIA and AMD GPUs) and `host` (the host CPU: its memory is host
 //! memory, and it runs each kernel's host build, blocks on rayon, a block's threads as
 //! coroutines). `mock` is an in-memory GPU for the runtime's own tests.
@@ -17,6 +18,7 @@
 
 mod code;
 pub mod cuda;
+mod cuda_graph;
 mod cuda_staging;
 pub mod host;
 mod interface;
@@ -29,7 +31,7 @@ mod registry;
 
 pub use code::{Code, EntryHandle, HostThread, ImageHandle};
 pub use interface::{
-    Backend, BackendKind, DevicePtr, MemoryInfo, NativeQueue, Platform, QueueEvent,
+    Backend, BackendKind, DevicePtr, MemoryInfo, NativeQueue, Platform, QueueEvent, RecordedWork,
 };
 pub use limits::{EntryLimits, Limits, Shape};
 pub use packed::PackedArgs;

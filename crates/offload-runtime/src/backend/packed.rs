@@ -3,7 +3,8 @@
 //! takes, what the CUDA plugin hands the driver one parameter at a time, and what a kernel's host
 //! build reads its parameters from on the host CPU.
 
-use std::mem::{align_of, size_of, MaybeUninit};
+use std::cell::Cell;
+use std::mem::{align_of, size_of, take, MaybeUninit};
 
 /// The packed parameters of one launch, with where each one starts.
 #[derive(Clone, Debug, Default)]
@@ -13,13 +14,28 @@ pub struct PackedArgs {
     offsets: Vec<usize>,
 }
 
+/// Buffers a dropped `PackedArgs` leaves for the next one on its thread, up to this many bytes:
+/// a launch then allocates nothing for its parameters.
+const SPARE_BYTES: usize = 4096;
+
+/// The two buffers of a `PackedArgs`: bytes and offsets.
+type Buffers = (Vec<MaybeUninit<u8>>, Vec<usize>);
+
+thread_local! {
+    static SPARE: Cell<Option<Buffers>> = const { Cell::new(None) };
+}
+
 impl PackedArgs {
     /// Room for `params` parameters of 8 bytes.
     pub fn with_capacity(params: usize) -> Self {
-        PackedArgs {
-            bytes: Vec::with_capacity(params * 8),
-            offsets: Vec::with_capacity(params),
-        }
+        let (mut bytes, mut offsets) = SPARE
+            .try_with(Cell::take)
+            .ok()
+            .flatten()
+            .unwrap_or_default();
+        bytes.reserve(params * 8);
+        offsets.reserve(params);
+        PackedArgs { bytes, offsets }
     }
 
     /// Append a parameter: the `size` bytes at `value`, at the next multiple of `align` (a power
@@ -94,6 +110,19 @@ impl PackedArgs {
     pub unsafe fn host_pointer<T>(&self, index: usize) -> *mut T {
         // SAFETY: per the contract.
         unsafe { self.read::<u64>(index) as usize as *mut T }
+    }
+}
+
+impl Drop for PackedArgs {
+    fn drop(&mut self) {
+        if self.bytes.capacity() > SPARE_BYTES {
+            return;
+        }
+        let (mut bytes, mut offsets) = (take(&mut self.bytes), take(&mut self.offsets));
+        bytes.clear();
+        offsets.clear();
+        // During the thread's teardown there is no one left to reuse them.
+        let _ = SPARE.try_with(|spare| spare.set(Some((bytes, offsets))));
     }
 }
 
