@@ -13,7 +13,9 @@ use half::{bf16, f16};
 
 /// A number type generic kernels add and multiply through [`add`] and [`mul`].
 pub trait Arith: Copy {
+    /// `self + other`, rounded once to the type (through `f32` for `f16` and `bf16`).
     fn add(self, other: Self) -> Self;
+    /// `self * other`, rounded once to the type (through `f32` for `f16` and `bf16`).
     fn mul(self, other: Self) -> Self;
 }
 

@@ -26,12 +26,14 @@ pub struct Atomic<T> {
 unsafe impl<T: Send> Sync for Atomic<T> {}
 
 impl<T> Atomic<T> {
+    /// An atomic holding `value`.
     pub const fn new(value: T) -> Self {
         Atomic {
             value: UnsafeCell::new(value),
         }
     }
 
+    /// The value, from an atomic no thread shares any more.
     pub fn into_inner(self) -> T {
         self.value.into_inner()
     }
@@ -96,10 +98,12 @@ macro_rules! integer_atomic {
             pub fn compare_exchange(&self, current: $t, new: $t) -> Result<$t, $t> {
                 self.core().compare_exchange(current, new, Relaxed, Relaxed)
             }
+            /// The value now (relaxed).
             #[inline(always)]
             pub fn load(&self) -> $t {
                 self.core().load(Relaxed)
             }
+            /// Replaces the value with `v` (relaxed).
             #[inline(always)]
             pub fn store(&self, v: $t) {
                 self.core().store(v, Relaxed)
@@ -182,10 +186,12 @@ macro_rules! float_atomic {
                     .map(<$t>::from_bits)
                     .map_err(<$t>::from_bits)
             }
+            /// The value now (relaxed).
             #[inline(always)]
             pub fn load(&self) -> $t {
                 <$t>::from_bits(self.bits().load(Relaxed))
             }
+            /// Replaces the value with `v` (relaxed).
             #[inline(always)]
             pub fn store(&self, v: $t) {
                 self.bits().store(v.to_bits(), Relaxed)

@@ -69,6 +69,7 @@ impl<'a, T> BlockTiles<'a, T> {
         self.len
     }
 
+    /// Whether the output has no element.
     #[inline(always)]
     pub fn is_empty(&self) -> bool {
         self.len == 0
@@ -159,6 +160,7 @@ impl<'s, T> Tile<'s, T> {
         self.len
     }
 
+    /// Whether the tile has no element.
     #[inline(always)]
     pub fn is_empty(&self) -> bool {
         self.len == 0

@@ -19,7 +19,9 @@ pub const WARP_SIZE: usize = 32;
 /// running, or those of its warp (the 32 threads of consecutive linear index in the block).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Group {
+    /// Every thread of the block that has not returned (`sync_threads`).
     Block,
+    /// The live threads of the caller's warp (warp operations).
     Warp,
 }
 

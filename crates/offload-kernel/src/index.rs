@@ -6,12 +6,16 @@
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[repr(C)]
 pub struct Dim3 {
+    /// Extent or index along x (the fastest-varying axis).
     pub x: u32,
+    /// Extent or index along y.
     pub y: u32,
+    /// Extent or index along z.
     pub z: u32,
 }
 
 impl Dim3 {
+    /// `(x, y, z)`.
     pub const fn new(x: u32, y: u32, z: u32) -> Self {
         Dim3 { x, y, z }
     }
@@ -196,9 +200,13 @@ mod arch {
     /// Where a host-backend thread is in the grid.
     #[derive(Clone, Copy, Debug)]
     pub struct ThreadContext {
+        /// The thread's index in its block.
         pub thread_idx: Dim3,
+        /// The block's index in the grid.
         pub block_idx: Dim3,
+        /// Threads per block.
         pub block_dim: Dim3,
+        /// Blocks in the grid.
         pub grid_dim: Dim3,
     }
 

@@ -5,6 +5,7 @@
 //! `spirv`) and for the host (reading the thread context that the host backend sets before it
 //! runs each GPU thread), so one kernel body gives the same results on all of them.
 #![no_std]
+#![warn(missing_docs)]
 #![cfg_attr(
     all(target_arch = "nvptx64", not(feature = "spirv")),
     feature(stdarch_nvptx, asm_experimental_arch)
@@ -28,6 +29,7 @@ mod index;
 pub mod math;
 mod mine_with;
 pub mod mma;
+pub mod nd;
 #[doc(hidden)]
 pub mod panic_record;
 mod scatter;

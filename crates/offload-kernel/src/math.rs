@@ -12,15 +12,23 @@ pub use crate::arith::{add, mul, Arith};
 /// A float type kernels compute with: `f32` or `f64`. Call these as `math::exp(x)` (below), not
 /// as methods: on the host a method call `x.exp()` would pick `std`'s own, whose bits can differ.
 pub trait Real: Copy {
+    /// Square root, correctly rounded.
     fn sqrt(self) -> Self;
     /// `self * a + b` with one rounding.
     fn mul_add(self, a: Self, b: Self) -> Self;
+    /// Absolute value.
     fn abs(self) -> Self;
+    /// `e^self`.
     fn exp(self) -> Self;
+    /// Natural logarithm.
     fn ln(self) -> Self;
+    /// Sine (radians).
     fn sin(self) -> Self;
+    /// Cosine (radians).
     fn cos(self) -> Self;
+    /// Hyperbolic tangent.
     fn tanh(self) -> Self;
+    /// `self^exponent`.
     fn powf(self, exponent: Self) -> Self;
 }
 

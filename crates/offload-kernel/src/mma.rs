@@ -13,16 +13,11 @@
 //! | 16 × 8 × 8 | [`m16n8k8`] | tf32 (`f32` rounded to 10 mantissa bits, [`tf32_round`]) | `f32` ([`Acc16x8`]) |
 //! | 8 × 8 × 4 | [`m8n8k4`] | `f64` | `f64` ([`Acc8x8`]) |
 //!
-//! ```ignore
-//! use offload::mma::{m16n8k16, Acc16x8, MatrixRef};
-//! let (a, w) = (MatrixRef::new(a, m, k), MatrixRef::new(w, n, k));   // A row-major, W = Bᵀ
-//! let mut acc = Acc16x8::ZERO;
-//! for k0 in (0..k).step_by(16) {
-//!     let fa = m16n8k16::A::<bf16>::load(&a, row0, k0);
-//!     let fb = m16n8k16::B::<bf16>::load_transposed(&w, k0, col0);
-//!     acc = m16n8k16::mma(&fa, &fb, acc);
-//! }
-//! ```
+//! A warp's product of a `16 × k` tile of A with a `k × 8` tile of B (held as W = Bᵀ, as
+//! `nn.Linear` holds its weights) loads a fragment of each per 16 columns of k
+//! (`m16n8k16::A::load(&a, row0, k0)`, `m16n8k16::B::load_transposed(&w, k0, col0)`) and
+//! accumulates `acc = m16n8k16::mma(&fa, &fb, acc)`; the `offload` crate's docs ("Tensor cores")
+//! hold a whole kernel doing this, which runs as a doctest on the host backend.
 //!
 //! # Taking part
 //! `mma` and the shared-memory loads are collective over the whole warp, as the crate's other

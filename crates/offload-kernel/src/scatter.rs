@@ -96,6 +96,7 @@ impl<'a, T, I: ScatterIndex> Scattered<'a, T, I> {
         self.len
     }
 
+    /// Whether the output has no element.
     #[inline(always)]
     pub fn is_empty(&self) -> bool {
         self.len == 0

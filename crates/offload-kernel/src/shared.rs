@@ -36,11 +36,13 @@ impl<T: Copy> SharedSlice<T> {
         }
     }
 
+    /// Number of elements.
     #[inline(always)]
     pub fn len(&self) -> usize {
         self.len
     }
 
+    /// Whether it has no element.
     #[inline(always)]
     pub fn is_empty(&self) -> bool {
         self.len == 0

@@ -22,6 +22,8 @@ use crate::index::{global_id, global_threads};
 use core::marker::PhantomData;
 use core::ops::{Bound, RangeBounds};
 
+/// What a kernel sees of a `&mut [T]` parameter: the launch's output, of which safe code
+/// reaches only the elements this thread owns (see the module docs).
 pub struct ThreadSlice<'a, T> {
     ptr: *mut T,
     len: usize,
@@ -54,6 +56,7 @@ impl<'a, T> ThreadSlice<'a, T> {
         self.len
     }
 
+    /// Whether the slice has no element.
     #[inline(always)]
     pub fn is_empty(&self) -> bool {
         self.len == 0

@@ -208,6 +208,7 @@ pub fn warp_max<T: WarpValue + PartialOrd>(v: T) -> T {
 
 /// Addition as [`warp_sum`] does it: wrapping for integers, IEEE for floats.
 pub trait WarpSum: sealed::Sealed {
+    /// `a + b` as `warp_sum` adds: wrapping for integers, IEEE for floats.
     fn warp_add(a: Self, b: Self) -> Self;
 }
 

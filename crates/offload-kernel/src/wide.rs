@@ -151,6 +151,7 @@ impl<'a, T> WideSlice<'a, T> {
         self.len
     }
 
+    /// Whether the slice has no element.
     #[inline(always)]
     pub fn is_empty(&self) -> bool {
         self.len == 0

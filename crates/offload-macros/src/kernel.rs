@@ -126,6 +126,13 @@ fn expand_body(func: &ItemFn, params: &[Param], body_fn: &Ident) -> Result<Token
     })
 }
 
+/// Raw names of an array view's extents, which follow its pointer and length.
+fn extent_names(p: &Param, rank: usize) -> Vec<Ident> {
+    (0..rank)
+        .map(|axis| format_ident!("{}__extent{}", p.name, axis))
+        .collect()
+}
+
 /// Raw parameter names for the device ABI: slices and pointees travel as (pointer, length).
 fn raw_names(p: &Param) -> (Ident, Ident) {
     (
@@ -154,6 +161,14 @@ fn device_entry(
             // runtime passes null (`None`) or an address aligned for `T`, and nothing writes
             // the memory during the launch.
             Passing::Slice => quote! { #ptr: Option<&[#elem; 0]>, #len: usize },
+            Passing::Nd(rank) => {
+                let extents = extent_names(p, rank);
+                quote! { #ptr: Option<&[#elem; 0]>, #len: usize, #(#extents: usize),* }
+            }
+            Passing::NdMut(rank) => {
+                let extents = extent_names(p, rank);
+                quote! { #ptr: *mut #elem, #len: usize, #(#extents: usize),* }
+            }
             Passing::Ref | Passing::PtrConst => {
                 quote! { #ptr: *const #elem, #len: usize }
             }
@@ -166,7 +181,7 @@ fn device_entry(
     // The body takes raw pointers, as in the host build (`None` is null: the same bits).
     let slice_pointers = params
         .iter()
-        .filter(|p| p.passing == Passing::Slice)
+        .filter(|p| matches!(p.passing, Passing::Slice | Passing::Nd(_)))
         .map(|p| {
             let (ptr, _) = raw_names(p);
             quote! { let #ptr = #ptr.map_or(::core::ptr::null(), |p| p.as_ptr()); }
@@ -203,6 +218,20 @@ fn body_args(params: &[Param]) -> Vec<TokenStream> {
                 Passing::Atomic => quote! { ::offload::Atomic::slice_from_raw(#ptr, #len) },
                 Passing::Slice => quote! { ::offload::__device::entry_slice(#ptr, #len) },
                 Passing::SliceMut => quote! { ::offload::ThreadSlice::from_raw_parts(#ptr, #len) },
+                Passing::Nd(rank) => {
+                    let extents = extent_names(p, rank);
+                    quote! {
+                        ::offload::nd::ArrayView::from_shape(
+                            ::offload::__device::entry_slice(#ptr, #len), [#(#extents),*])
+                    }
+                }
+                Passing::NdMut(rank) => {
+                    let extents = extent_names(p, rank);
+                    quote! {
+                        ::offload::nd::ArrayViewMut::from_shape(
+                            ::offload::ThreadSlice::from_raw_parts(#ptr, #len), [#(#extents),*])
+                    }
+                }
                 Passing::Ref => quote! { &*#ptr },
                 Passing::PtrConst | Passing::PtrMut => quote! { #ptr },
             }
@@ -231,6 +260,16 @@ fn host_reads(params: &[Param]) -> Vec<TokenStream> {
             match p.passing {
                 // A pointee is one element: its length word goes unread.
                 Passing::Ref | Passing::PtrConst | Passing::PtrMut => read_ptr,
+                Passing::Nd(rank) | Passing::NdMut(rank) => {
+                    let extents = extent_names(p, rank);
+                    let words = index..index + rank;
+                    index += rank;
+                    quote! {
+                        #read_ptr
+                        let #len = args.read::<u64>(#len_at) as usize;
+                        #(let #extents = args.read::<u64>(#words) as usize;)*
+                    }
+                }
                 _ => quote! {
                     #read_ptr
                     let #len = args.read::<u64>(#len_at) as usize;
@@ -347,6 +386,8 @@ fn expand_host(
             match p.passing {
                 Passing::Slice => quote! { #n: impl ::offload::map::InArg<#elem> },
                 Passing::SliceMut => quote! { #n: impl ::offload::map::OutArg<#elem> },
+                Passing::Nd(rank) => quote! { #n: impl ::offload::nd::NdIn<#elem, #rank> },
+                Passing::NdMut(rank) => quote! { #n: impl ::offload::nd::NdOut<#elem, #rank> },
                 Passing::Atomic => quote! { #n: &mut [#elem] },
                 _ => quote! { #n: #ty },
             }
@@ -359,6 +400,8 @@ fn expand_host(
             Passing::Value | Passing::PtrConst | Passing::PtrMut => quote! { #n: #ty },
             Passing::Slice => quote! { #n: impl ::offload::map::InArg<#elem> + 's },
             Passing::SliceMut => quote! { #n: impl ::offload::map::OutArg<#elem> + 's },
+            Passing::Nd(rank) => quote! { #n: impl ::offload::nd::NdIn<#elem, #rank> + 's },
+            Passing::NdMut(rank) => quote! { #n: impl ::offload::nd::NdOut<#elem, #rank> + 's },
             Passing::Atomic => quote! { #n: &'s mut [#elem] },
             Passing::Ref => quote! { #n: &'s #elem },
         }
@@ -393,6 +436,8 @@ fn expand_host(
             Passing::Atomic => quote! { ::offload::__private::KernelArg::atomics(#n) },
             Passing::Slice => quote! { ::offload::map::InArg::<#elem>::into_kernel_arg(#n) },
             Passing::SliceMut => quote! { ::offload::map::OutArg::<#elem>::into_kernel_arg(#n) },
+            Passing::Nd(rank) => quote! { ::offload::nd::NdIn::<#elem, #rank>::into_kernel_arg(#n) },
+            Passing::NdMut(rank) => quote! { ::offload::nd::NdOut::<#elem, #rank>::into_kernel_arg(#n) },
             Passing::Ref => {
                 quote! { ::offload::__private::KernelArg::slice(::core::slice::from_ref(#n)) }
             }

@@ -44,20 +44,13 @@ pub fn kernel(attr: TokenStream, item: TokenStream) -> TokenStream {
         .into()
 }
 
-/// Launch a kernel with the syntax of rustc nightly's `core::offload::offload!` (this example runs
-/// as a doctest of the `offload` crate's docs):
-///
-/// ```ignore
-/// offload::offload! {
-///     kernel = kernels::saxpy,        // an #[offload::kernel] fn (required)
-///     workgroup_dim = [4096, 1, 1],   // workgroups = blocks in the grid (default [1, 1, 1])
-///     thread_dim = [256, 1, 1],       // threads per workgroup = per block (default [1, 1, 1])
-///     dyn_cache = 0,                  // bytes of dynamic shared memory per block, a u32 (default 0)
-///     device = 0,                     // index into offload::devices(), GPUs first, host last (default: the default device)
-///     args = (2.0f32, &x, &mut y),    // the kernel's arguments, a tuple (required)
-/// }?;
-/// ```
-/// Fields may come in any order; `kernel` and `args` are required. Evaluates to
+/// Launch a kernel with the syntax of rustc nightly's `core::offload::offload!`: the fields
+/// `kernel` (an `#[offload::kernel]` fn), `workgroup_dim` (blocks in the grid, default
+/// `[1, 1, 1]`), `thread_dim` (threads per block, default `[1, 1, 1]`), `dyn_cache` (bytes of
+/// dynamic shared memory per block, a `u32`, default 0), `device` (an index into
+/// `offload::devices()`, default: the default device) and `args` (the kernel's arguments, a
+/// tuple). The `offload` crate's docs ("Coming from std::offload") hold an example that runs as a
+/// doctest. Fields may come in any order; `kernel` and `args` are required. Evaluates to
 /// `offload::Result<()>`, like `KERNEL::launch`, which it calls.
 #[proc_macro]
 pub fn offload(input: TokenStream) -> TokenStream {

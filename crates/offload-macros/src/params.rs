@@ -26,6 +26,12 @@ pub enum Passing {
     /// `*mut T`: `size_of::<T>()` bytes copied to the device and back; the kernel gets the device
     /// address and all its threads share it (the kernel keeps them apart, in `unsafe` code).
     PtrMut,
+    /// `ArrayViewN<T>` (N = 1, 2, 3, `offload::nd`): read-only elements like `&[T]`, followed by
+    /// the N extents; the launcher takes an `NdIn` (ndarray's view of N dimensions).
+    Nd(usize),
+    /// `ArrayViewMutN<T>`: an output like `&mut [T]`, with its N extents; the launcher takes an
+    /// `NdOut`.
+    NdMut(usize),
 }
 
 impl Passing {
@@ -102,6 +108,10 @@ pub fn parse(arg: &FnArg) -> Result<Param> {
             };
             ((*p.elem).clone(), passing)
         }
+        Type::Path(path) if array_view(path).is_some() => {
+            let (elem, passing) = array_view(path).unwrap();
+            (elem, passing)
+        }
         Type::ImplTrait(t) => {
             return Err(Error::new_spanned(
                 t,
@@ -118,6 +128,38 @@ pub fn parse(arg: &FnArg) -> Result<Param> {
         passing,
         ownership: parse_ownership(&typed.attrs)?,
     })
+}
+
+/// `T` and the passing of a type written `ArrayViewN<T>` or `ArrayViewMutN<T>` (N = 1, 2, 3;
+/// any path ending so, lifetimes allowed).
+fn array_view(path: &syn::TypePath) -> Option<(Type, Passing)> {
+    let last = path.path.segments.last()?;
+    let name = last.ident.to_string();
+    let (mutable, rank) = match name.strip_prefix("ArrayViewMut") {
+        Some(rank) => (true, rank),
+        None => (false, name.strip_prefix("ArrayView")?),
+    };
+    let rank: usize = match rank {
+        "1" => 1,
+        "2" => 2,
+        "3" => 3,
+        _ => return None,
+    };
+    let PathArguments::AngleBracketed(args) = &last.arguments else {
+        return None;
+    };
+    let elem = args.args.iter().find_map(|a| match a {
+        GenericArgument::Type(t) => Some(t.clone()),
+        _ => None,
+    })?;
+    Some((
+        elem,
+        if mutable {
+            Passing::NdMut(rank)
+        } else {
+            Passing::Nd(rank)
+        },
+    ))
 }
 
 /// `T` of a slice element written `Atomic<T>` (any path ending in `Atomic`).

@@ -86,6 +86,7 @@ impl Device {
         })
     }
 
+    /// The name users see (`NVIDIA H200 (CUDA device 0, sm_90)`), unique in the process.
     pub fn name(&self) -> &str {
         self.backend().name()
     }
@@ -105,6 +106,7 @@ impl Device {
         self.backend().ordinal()
     }
 
+    /// Whether it is a GPU (any device but the host CPU).
     pub fn is_gpu(&self) -> bool {
         self.kind() != BackendKind::Host
     }

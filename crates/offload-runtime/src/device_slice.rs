@@ -20,8 +20,10 @@
 use crate::backend::{Backend, DevicePtr};
 use crate::kernel::KernelArg;
 use crate::map::{InArg, OutArg};
+use crate::{Error, Result};
 use offload_kernel::DeviceCopy;
 use std::marker::PhantomData;
+use std::mem::size_of;
 use std::sync::Arc;
 
 /// `len` elements of `T` in a stream scope's device memory.
@@ -55,6 +57,34 @@ impl<T: DeviceCopy> DeviceSlice<'_, T> {
     /// Whether it holds no element.
     pub fn is_empty(&self) -> bool {
         self.len == 0
+    }
+
+    /// The device address of the first element (a `CUdeviceptr` on a CUDA device, a host
+    /// address on the host device), for vendor libraries to read or write the elements in
+    /// stream order ([`crate::Stream::native_queue`]). The memory stays valid until the scope
+    /// ends, after every stream of it has finished; work on it from two streams is ordered only
+    /// by events, as for kernels.
+    pub fn device_ptr(&self) -> u64 {
+        self.addr
+    }
+
+    /// Elements `range` of it, as a slice of the same scope (a dot product's one-element result,
+    /// a block of a vector). Past the end is `Err(OutOfRange)`.
+    pub fn slice(&self, range: std::ops::Range<usize>) -> Result<Self> {
+        if range.start > range.end || range.end > self.len {
+            return Err(Error::OutOfRange {
+                what: "DeviceSlice::slice",
+                start: range.start,
+                end: range.end,
+                len: self.len,
+            });
+        }
+        let offset = (range.start * size_of::<T>()) as u64;
+        Ok(DeviceSlice::new(
+            self.device_id,
+            self.addr + offset,
+            range.end - range.start,
+        ))
     }
 
     fn kernel_arg<'a>(&self, writable: bool) -> KernelArg<'a> {

@@ -86,6 +86,24 @@ impl<T: DeviceCopy> DeviceVec<T> {
         &self.device
     }
 
+    /// The device address of the first element (a `CUdeviceptr` on a CUDA device, a host
+    /// address on the host device; 0 when empty), for vendor libraries (cuBLAS, cuFFT, ...) to
+    /// read the elements. It stays valid while `self` lives. Work offload queued on the vector
+    /// has completed when the call that queued it returned, except launches enqueued on a
+    /// [`crate::Stream`], which are ordered on that stream only: queue the library's work on
+    /// that stream ([`crate::Stream::native_queue`]) or wait for it first. Writing through it
+    /// needs [`DeviceVec::device_ptr_mut`].
+    pub fn device_ptr(&self) -> u64 {
+        self.ptr.0
+    }
+
+    /// As [`DeviceVec::device_ptr`], for a library that writes the elements: the exclusive
+    /// borrow makes sure no kernel argument of offload's reads them meanwhile. Write only
+    /// `len()` elements of `T`, with valid values of `T` (any bits for `DeviceCopy` numbers).
+    pub fn device_ptr_mut(&mut self) -> u64 {
+        self.ptr.0
+    }
+
     fn check_len(&self, other: usize) -> Result<()> {
         if other == self.len {
             return Ok(());

@@ -35,6 +35,12 @@ impl Kernel {
 /// One launch argument, borrowed from the caller for the duration of the launch.
 pub struct KernelArg<'a> {
     pub(crate) data: ArgData,
+    /// An array view's extents, passed after its address and length (one word each); empty for
+    /// other arguments.
+    pub(crate) extents: Vec<u64>,
+    /// Why the argument cannot be passed (a non-contiguous array view): the launch refuses it
+    /// before anything moves.
+    pub(crate) refused: Option<String>,
     _borrow: PhantomData<&'a mut ()>,
 }
 
@@ -176,9 +182,27 @@ impl<'a> KernelArg<'a> {
         })
     }
 
+    /// The same argument with an array view's extents, which the kernel receives after the
+    /// slice (see `offload::nd`).
+    pub fn with_extents(mut self, extents: &[usize]) -> Self {
+        self.extents = extents.iter().map(|&e| e as u64).collect();
+        self
+    }
+
+    /// An argument the launch refuses with `Err(InvalidArgument)` giving `reason`, before
+    /// anything moves (an array view that is not contiguous, say).
+    pub fn refused(reason: String) -> Self {
+        KernelArg {
+            refused: Some(reason),
+            ..Self::slice::<u8>(&[])
+        }
+    }
+
     pub(crate) fn new(data: ArgData) -> Self {
         KernelArg {
             data,
+            extents: Vec::new(),
+            refused: None,
             _borrow: PhantomData,
         }
     }

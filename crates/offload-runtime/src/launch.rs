@@ -90,6 +90,17 @@ impl<'d> Launch<'d> {
         device: &Device,
         args: &[KernelArg<'_>],
     ) -> Result<(Shape, Entry)> {
+        if let Some((i, reason)) = args
+            .iter()
+            .enumerate()
+            .find_map(|(i, a)| Some((i, a.refused.as_ref()?)))
+        {
+            return Err(Error::InvalidArgument {
+                kernel: kernel.name,
+                argument: kernel.params.get(i).copied().unwrap_or("?"),
+                reason: reason.clone(),
+            });
+        }
         crate::aliasing::check_disjoint(kernel, args)?;
         let shape = self.resolve(kernel.name, device, args)?;
         let entry = device.entry(kernel)?;

@@ -17,8 +17,12 @@
 //! (`backend::cuda`, `backend::host`), which launches. `stream::enqueue` does the same on a
 //! stream's own queue without waiting.
 
+#![warn(missing_docs)]
+
 mod aliasing;
 pub mod backend;
+#[cfg(feature = "cublas")]
+pub mod blas;
 mod bounce;
 mod device;
 mod device_slice;
@@ -31,6 +35,7 @@ pub mod kernel;
 pub mod launch;
 mod loaded;
 pub mod map;
+pub mod nd;
 mod output_backup;
 mod pinned;
 mod present;
@@ -40,7 +45,7 @@ pub mod stream;
 pub mod trace;
 mod transfer;
 
-pub use backend::{BackendKind, Limits, MemoryInfo, Platform};
+pub use backend::{BackendKind, Limits, MemoryInfo, NativeQueue, Platform};
 pub use device::{default_device, devices, devices_of, plugins_without_devices, Device};
 pub use device_slice::DeviceSlice;
 pub use device_vec::DeviceVec;

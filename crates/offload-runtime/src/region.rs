@@ -30,18 +30,25 @@ const REGION: &str = "offload::region";
 
 /// Run `body` in a data region on the default device: what it maps through [`Region`] stays on
 /// the device until it returns (longer if an enclosing region mapped it too), and `from`/`tofrom`
-/// data is copied back at its final unmap if `body` returned `Ok`, not if it failed (the example
-/// runs as a doctest of the `offload` crate's docs):
+/// data is copied back at its final unmap if `body` returned `Ok`, not if it failed. Launches
+/// inside take the handles (or the plain host data, found present): the `offload` crate's docs
+/// show one. The maps and updates themselves:
 ///
-/// ```ignore
-/// offload::region(|r| {                 // or offload::region_on(&device, |r| ...)
-///     let x = r.to(&x)?;                // copied in at the first map
-///     let mut y = r.tofrom(&mut y)?;    // copied in now, back when the region ends
-///     for _ in 0..100 {
-///         kernels::saxpy(2.0, &x, &mut y)?;   // nothing moves
-///     }
+/// ```
+/// # fn main() -> offload_runtime::Result<()> {
+/// let x = vec![1.0f32; 1000];
+/// let mut y = vec![2.0f32; 1000];
+/// offload_runtime::region(|r| {            // or region_on(&device, |r| ...)
+///     let x = r.to(&x)?;                   // copied in at the first map
+///     let mut y = r.tofrom(&mut y)?;       // copied in now, back when the region ends
+///     assert_eq!((x.len(), y.len()), (1000, 1000));
+///     y.update_to(|host| host[0] = 5.0)?;  // a host write, then copied to the device
+///     assert_eq!(y.update_from()?[..2], [5.0, 2.0]);
 ///     Ok(())
-/// })?;                                  // y is back on the host, copied once
+/// })?;                                     // y is back on the host, copied once
+/// assert_eq!(y[0], 5.0);
+/// # Ok(())
+/// # }
 /// ```
 pub fn region<'data, R>(body: impl FnOnce(&Region<'data>) -> Result<R>) -> Result<R> {
     region_on(&default_device()?, body)
@@ -308,6 +315,16 @@ impl<'r, T: DeviceCopy> Mapped<'r, T> {
         self.len == 0
     }
 
+    /// The device address of the mapped copy (a `CUdeviceptr` on a CUDA device, the host data's
+    /// own address on the host device; 0 when empty), for vendor libraries to read it. Valid
+    /// until the region ends. Plain launches and the region's copies have completed when their
+    /// call returns; a library call queued on another queue is ordered by the caller (wait for
+    /// it before the region ends). Nothing may write through it: the host data it copies is
+    /// borrowed shared.
+    pub fn device_ptr(&self) -> u64 {
+        self.addr
+    }
+
     fn kernel_arg<'a>(&self) -> KernelArg<'a> {
         KernelArg::resident::<T>(self.device, self.addr, self.len, false)
     }
@@ -339,6 +356,21 @@ impl<T: DeviceCopy> MappedMut<'_, T> {
     /// Whether it maps no element.
     pub fn is_empty(&self) -> bool {
         self.len == 0
+    }
+
+    /// The device address of the mapped copy, for vendor libraries to read it (as
+    /// [`Mapped::device_ptr`]).
+    pub fn device_ptr(&self) -> u64 {
+        self.addr
+    }
+
+    /// As [`MappedMut::device_ptr`], for a library that writes the device copy: the exclusive
+    /// borrow keeps offload's launches off it meanwhile. Write only `len()` elements of `T`, and
+    /// have the write complete before the next launch or update that uses the data (and before
+    /// the region ends, which copies `tofrom`/`from` data back). On the host device it is the
+    /// host data itself.
+    pub fn device_ptr_mut(&mut self) -> u64 {
+        self.addr
     }
 
     fn kernel_arg<'a>(&self, writable: bool) -> KernelArg<'a> {

@@ -20,7 +20,7 @@
 //! it. The host device runs each launch when it is queued, so its streams are complete when a
 //! call returns.
 
-use crate::backend::{Backend, DevicePtr, QueueEvent, Shape};
+use crate::backend::{Backend, DevicePtr, NativeQueue, QueueEvent, Shape};
 use crate::device::{check_resident, Device};
 use crate::device_slice::{DeviceSlice, ScopeAllocation};
 use crate::graph::{Graph, Recording, ReplayQueue};
@@ -321,6 +321,51 @@ impl<'scope> Stream<'scope> {
                 size_of_val(dst),
             )
         }
+    }
+
+    /// The vendor's handle of this stream, for vendor libraries to queue work in order with
+    /// the kernels and copies queued on it: on a CUDA device through the CUDA plugin,
+    /// [`NativeQueue::Cuda`] (the `CUstream` and its context; `cublasSetStream` takes the
+    /// stream); through liboffload, its queue; `None` on the host device, whose streams run
+    /// each launch when it is queued.
+    ///
+    /// The handle is valid until the scope ends. Work queued through it may only use memory
+    /// that outlives the scope (a [`DeviceSlice`] of the scope, a `DeviceVec` borrowed for it),
+    /// and must not be waited for by destroying the stream: the scope owns it.
+    pub fn native_queue(&self) -> Option<NativeQueue> {
+        self.queue.backend.native_queue()
+    }
+
+    /// Copies `src` (of this stream's device) into a new vector once the work queued on the
+    /// stream before has run: waits for the stream, so a kernel failure in it is the error.
+    pub fn to_vec<T: DeviceCopy>(&self, src: DeviceSlice<'scope, T>) -> Result<Vec<T>> {
+        let device = &self.queue.device;
+        check_resident(
+            "offload::Stream::to_vec",
+            device.id(),
+            device.name(),
+            src.device_id,
+        )?;
+        // SAFETY: the `DeviceCopy` contract makes all-zero bytes a valid `T`.
+        let mut out = vec![unsafe { std::mem::zeroed() }; src.len()];
+        if !out.is_empty() {
+            // SAFETY: `src` holds `out.len()` elements; `out` is waited for below, before it
+            // is returned or dropped.
+            let queued = unsafe {
+                self.queue.backend.copy_from_device(
+                    out.as_mut_ptr() as *mut u8,
+                    DevicePtr(src.addr),
+                    size_of_val(out.as_slice()),
+                )
+            };
+            if let Err(e) = queued {
+                // The queue may still hold the copy's parts that were accepted.
+                let _ = self.queue.backend.synchronize();
+                return Err(e);
+            }
+        }
+        self.synchronize()?;
+        Ok(out)
     }
 
     /// Order the work queued from now on after the work queued on the device's own queue (where

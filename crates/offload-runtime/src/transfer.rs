@@ -213,6 +213,9 @@ pub(crate) fn pack(
         };
         params.push_word(device_ptr.0);
         params.push_word(len as u64);
+        for &extent in &arg.extents {
+            params.push_word(extent);
+        }
     }
     Ok((params, resident))
 }

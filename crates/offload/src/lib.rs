@@ -12,10 +12,17 @@ pub use offload_macros::{kernel, DeviceCopy};
 pub use offload_runtime::{
     default_device, devices, devices_of, last_launch, plugins_without_devices, region, region_on,
     scope, BackendKind, Device, DeviceImage, DeviceSlice, DeviceVec, Error, Event, Graph,
-    ImageFormat, ImageSet, Launch, LaunchReport, Limits, Mapped, MappedMut, MemoryInfo, PinnedVec,
-    Platform, Region, Result, Stream, StreamScope,
+    ImageFormat, ImageSet, Launch, LaunchReport, Limits, Mapped, MappedMut, MemoryInfo,
+    NativeQueue, PinnedVec, Platform, Region, Result, Stream, StreamScope,
 };
 
+/// Level-1 BLAS (cuBLAS on CUDA devices) on a stream scope's device data, in order with the
+/// stream's kernels (feature `cublas`).
+#[cfg(all(
+    feature = "cublas",
+    not(any(target_arch = "nvptx64", target_arch = "amdgpu"))
+))]
+pub use offload_runtime::blas;
 /// How kernel arguments map to a device (`InArg`, `OutArg` and the map kinds).
 #[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
 pub use offload_runtime::map;
@@ -50,6 +57,54 @@ pub use offload_runtime::trace;
 pub mod std_offload {
     pub use offload_macros::offload_kernel;
     pub use offload_macros::offload_std as offload;
+}
+
+/// N-dimensional array views (1 to 3 dimensions, row-major) as kernel parameters: in the
+/// kernel, [`ArrayView2`](nd::ArrayView2) and friends (indexing per axis; outputs written through
+/// `iter_mine()`, which yields `(row, col, &mut element)` for the elements the thread owns); at
+/// the launch, ndarray's views of the same name (feature `ndarray`). The shape travels with the
+/// data; a view that is not contiguous in row-major order is `Err(InvalidArgument)`.
+///
+/// ```
+/// # #[cfg(feature = "ndarray")]
+/// mod kernels {
+///     use offload::nd::{ArrayView1, ArrayView2, ArrayViewMut2};
+///
+///     /// `out[[r, c]] = a[[r, c]] + bias[[c]]`.
+///     #[offload::kernel]
+///     pub fn add_bias(a: ArrayView2<f32>, bias: ArrayView1<f32>, mut out: ArrayViewMut2<f32>) {
+///         for (row, col, o) in out.iter_mine() {   // this thread's elements, no division each
+///             *o = a[[row, col]] + bias[[col]];
+///         }
+///     }
+/// }
+/// # static __OFFLOAD_IMAGES: offload::ImageSet = offload::ImageSet { images: &[], kernels: &[], unavailable: Some("doctest") };
+/// # #[cfg(feature = "ndarray")]
+/// fn main() -> offload::Result<()> {
+///     use offload::nd::ndarray::{array, Array2};
+///     let a = array![[1.0f32, 2.0, 3.0], [4.0, 5.0, 6.0]];
+///     let bias = array![10.0f32, 20.0, 30.0];
+///     let mut out = Array2::<f32>::zeros((2, 3));
+///     kernels::add_bias(a.view(), bias.view(), out.view_mut())?;
+///     assert_eq!(out, array![[11.0, 22.0, 33.0], [14.0, 25.0, 36.0]]);
+///     // A transposed view is not contiguous: an error, and `out` keeps its values.
+///     let refused = kernels::add_bias(a.t(), bias.view(), out.view_mut());
+///     assert!(matches!(refused, Err(offload::Error::InvalidArgument { argument: "a", .. })));
+///     Ok(())
+/// }
+/// # #[cfg(not(feature = "ndarray"))]
+/// # fn main() {}
+/// ```
+pub mod nd {
+    /// The ndarray crate whose views the launchers accept (feature `ndarray`).
+    #[cfg(all(
+        feature = "ndarray",
+        not(any(target_arch = "nvptx64", target_arch = "amdgpu"))
+    ))]
+    pub use ndarray;
+    pub use offload_kernel::nd::*;
+    #[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
+    pub use offload_runtime::nd::{NdIn, NdOut};
 }
 
 /// What a kernels module usually imports.

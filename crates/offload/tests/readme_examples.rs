@@ -1,8 +1,8 @@
-//! The README's Rust examples, and the few rustdoc examples that cannot compile where they are
-//! (`ignore`: the `offload!` macro's docs in offload-macros, `region`'s in offload-runtime), are
-//! copies of doctests (the `offload` crate's docs, and `offload-build`'s for build scripts), which
-//! compile and run: each of their lines must be a visible line of some doctest, so renaming a
-//! method without updating the copies (or the other way round) fails here or in the doctests.
+//! The README's Rust examples are copies of doctests (the `offload` crate's docs, `offload::blas`'s
+//! in offload-runtime, and `offload-build`'s for build scripts), which compile and run: each of
+//! their lines must be a visible line of some doctest, so renaming a method without updating the
+//! copies (or the other way round) fails here or in the doctests. No rustdoc example of the
+//! crates is `ignore`d.
 
 use std::path::Path;
 
@@ -62,27 +62,23 @@ fn visible_doctest_lines(markdown: &str) -> Vec<String> {
 }
 
 #[test]
-fn every_readme_and_ignored_example_line_is_in_a_doctest() {
+fn every_readme_example_line_is_in_a_doctest() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
     let read = |p: &str| std::fs::read_to_string(root.join(p)).unwrap();
     let mut doctests = visible_doctest_lines(&read("crates/offload/src/crate_docs.md"));
-    doctests.extend(visible_doctest_lines(&doc_comments(&read(
+    for file in [
+        "crates/offload/src/lib.rs",
+        "crates/offload-runtime/src/blas.rs",
         "crates/offload-build/src/lib.rs",
-    ))));
+    ] {
+        doctests.extend(visible_doctest_lines(&doc_comments(&read(file))));
+    }
     let readme = read("README.md");
-    let mut examples = blocks(&readme, compiled_rust);
+    let examples = blocks(&readme, compiled_rust);
     assert!(
         examples.len() >= 10,
         "the README's Rust examples were not found"
     );
-    for file in [
-        "crates/offload-macros/src/lib.rs",
-        "crates/offload-runtime/src/region.rs",
-    ] {
-        let ignored = blocks(&doc_comments(&read(file)), |info| info == "ignore");
-        assert!(!ignored.is_empty(), "no `ignore` example left in {file}");
-        examples.extend(ignored);
-    }
     let mut missing = Vec::new();
     for block in &examples {
         for line in block.iter().map(|l| l.trim()).filter(|l| !l.is_empty()) {
@@ -93,9 +89,56 @@ fn every_readme_and_ignored_example_line_is_in_a_doctest() {
     }
     assert!(
         missing.is_empty(),
-        "example lines (README, `ignore` rustdoc examples) found in no doctest \
-         (crates/offload/src/crate_docs.md, offload-build's docs):\n{}",
+        "README example lines found in no doctest (crates/offload/src/crate_docs.md, \
+         offload's lib.rs, offload::blas, offload-build's docs):\n{}",
         missing.join("\n")
+    );
+}
+
+/// Every `.rs` file under `dir`, recursively.
+fn rust_files(dir: &Path, found: &mut Vec<std::path::PathBuf>) {
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            rust_files(&path, found);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            found.push(path);
+        }
+    }
+}
+
+#[test]
+fn no_rustdoc_example_of_the_crates_is_ignored() {
+    let crates = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let mut files = Vec::new();
+    for krate in [
+        "offload",
+        "offload-kernel",
+        "offload-runtime",
+        "offload-macros",
+    ] {
+        rust_files(&crates.join(krate).join("src"), &mut files);
+    }
+    assert!(files.len() > 20, "the crates' sources were not found");
+    let mut ignored = Vec::new();
+    for file in &files {
+        let docs = doc_comments(&std::fs::read_to_string(file).unwrap());
+        if !blocks(&docs, |info| info.split(',').any(|t| t.trim() == "ignore")).is_empty() {
+            ignored.push(file.display().to_string());
+        }
+    }
+    let crate_docs = std::fs::read_to_string(crates.join("offload/src/crate_docs.md")).unwrap();
+    if !blocks(&crate_docs, |info| {
+        info.split(',').any(|t| t.trim() == "ignore")
+    })
+    .is_empty()
+    {
+        ignored.push("crates/offload/src/crate_docs.md".to_string());
+    }
+    assert!(
+        ignored.is_empty(),
+        "`ignore`d rustdoc examples in: {}",
+        ignored.join(", ")
     );
 }
 

@@ -107,6 +107,7 @@ impl<T: Half> A<T> {
         }
     }
 
+    /// The fragment's packed registers, as `mma.sync` takes them (two 16-bit elements each).
     #[inline(always)]
     pub fn regs(&self) -> [u32; 4] {
         self.regs
@@ -228,6 +229,7 @@ impl<T: Half> B<T> {
         }
     }
 
+    /// The fragment's packed registers, as `mma.sync` takes them (two 16-bit elements each).
     #[inline(always)]
     pub fn regs(&self) -> [u32; 2] {
         self.regs

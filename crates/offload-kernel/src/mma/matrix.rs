@@ -43,16 +43,19 @@ impl<'a, T: Copy> MatrixRef<'a, T> {
         }
     }
 
+    /// Number of rows.
     #[inline(always)]
     pub fn rows(&self) -> usize {
         self.rows
     }
 
+    /// Number of columns.
     #[inline(always)]
     pub fn cols(&self) -> usize {
         self.cols
     }
 
+    /// Elements from the start of one row to the start of the next.
     #[inline(always)]
     pub fn stride(&self) -> usize {
         self.stride
@@ -104,11 +107,13 @@ impl<'s, 'a, T> MatrixMut<'s, 'a, T> {
         }
     }
 
+    /// Number of rows.
     #[inline(always)]
     pub fn rows(&self) -> usize {
         self.rows
     }
 
+    /// Number of columns.
     #[inline(always)]
     pub fn cols(&self) -> usize {
         self.cols

@@ -6,7 +6,7 @@ use crate::backend::code::{Code, EntryHandle, ImageHandle};
 use crate::backend::cuda_graph;
 use crate::backend::cuda_staging::{Staging, STAGE_FROM};
 use crate::backend::interface::{
-    Backend, BackendKind, DevicePtr, MemoryInfo, Platform, QueueEvent, RecordedWork,
+    Backend, BackendKind, DevicePtr, MemoryInfo, NativeQueue, Platform, QueueEvent, RecordedWork,
 };
 use crate::backend::limits::{EntryLimits, Limits, Shape};
 use crate::backend::packed::PackedArgs;
@@ -579,6 +579,13 @@ impl Backend for CudaBackend {
             limits: self.limits,
             shared: self.shared.clone(),
         }))
+    }
+
+    fn native_queue(&self) -> Option<NativeQueue> {
+        Some(NativeQueue::Cuda {
+            context: self.ctx.cu_ctx() as *mut c_void,
+            stream: self.stream.cu_stream() as *mut c_void,
+        })
     }
 
     fn record_event(&self) -> Result<Box<dyn QueueEvent>> {

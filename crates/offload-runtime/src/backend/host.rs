@@ -13,7 +13,7 @@ pub mod scheduler;
 
 use crate::backend::code::{Code, EntryHandle, HostThread, HostThreads, ImageHandle};
 use crate::backend::interface::{
-    Backend, BackendKind, DevicePtr, MemoryInfo, Platform, QueueEvent,
+    Backend, BackendKind, DevicePtr, MemoryInfo, NativeQueue, Platform, QueueEvent,
 };
 use crate::backend::limits::{EntryLimits, Limits, Shape};
 use crate::backend::packed::PackedArgs;
@@ -377,6 +377,11 @@ impl Backend for HostBackend {
         Ok(Arc::new(HostBackend {
             device: self.device.clone(),
         }))
+    }
+
+    /// Work on the host device runs when it is queued: there is no queue to hand out.
+    fn native_queue(&self) -> Option<NativeQueue> {
+        None
     }
 
     fn record_event(&self) -> Result<Box<dyn QueueEvent>> {

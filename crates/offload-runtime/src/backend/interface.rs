@@ -6,12 +6,14 @@ use crate::backend::limits::{EntryLimits, Limits, Shape};
 use crate::backend::packed::PackedArgs;
 use crate::Result;
 use std::any::Any;
+use std::ffi::c_void;
 use std::sync::Arc;
 use std::time::Duration;
 
 /// Which plugin runs a device.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum BackendKind {
+    /// The host CPU.
     Host,
     /// The CUDA driver, directly.
     Cuda,
@@ -22,6 +24,7 @@ pub enum BackendKind {
 /// What kind of processor a device is, whichever plugin drives it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Platform {
+    /// The host CPU.
     Host,
     /// An NVIDIA GPU.
     Cuda,
@@ -32,13 +35,43 @@ pub enum Platform {
 /// A device's memory, in bytes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct MemoryInfo {
+    /// Bytes not in use.
     pub free: usize,
+    /// Bytes in all.
     pub total: usize,
 }
 
 /// An address in a device's memory (on the host CPU, a host address).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct DevicePtr(pub u64);
+
+/// The vendor's own handle of a plugin's queue ([`Backend::native_queue`]), for vendor libraries
+/// (cuBLAS, cuSOLVER, ...) to queue their work in order with the plugin's. The handles stay
+/// valid while the queue does; they are raw driver handles, used through the vendor's API only.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum NativeQueue {
+    /// A CUDA stream (`CUstream`) and the context it belongs to (`CUcontext`, the device's
+    /// primary context): make the context current before queuing work on the stream.
+    Cuda {
+        /// The `CUcontext`.
+        context: *mut c_void,
+        /// The `CUstream`.
+        stream: *mut c_void,
+    },
+    /// A liboffload queue (`ol_queue_handle_t`); liboffload 22 does not reveal the vendor
+    /// stream beneath it.
+    LibOffload {
+        /// The `ol_queue_handle_t`.
+        queue: *mut c_void,
+    },
+}
+
+// SAFETY: both are driver handles, valid on any thread of the process (the CUDA driver and
+// liboffload are thread-safe); the enum only carries them.
+unsafe impl Send for NativeQueue {}
+// SAFETY: as for `Send`: nothing is reached through a shared `NativeQueue`.
+unsafe impl Sync for NativeQueue {}
 
 /// One device of a plugin, or one queue of it ([`Backend::new_queue`]). Operations are ordered on
 /// the queue; `synchronize` waits for them. Every operation of a released device
@@ -49,7 +82,9 @@ pub struct DevicePtr(pub u64);
 /// `synchronize` into `KernelFailed`, naming the kernel.
 pub trait Backend: Send + Sync + 'static {
     // --- The device.
+    /// The plugin.
     fn kind(&self) -> BackendKind;
+    /// What the hardware is, whichever plugin drives it.
     fn platform(&self) -> Platform;
     /// The GPU's UUID, where the plugin can tell it: how one GPU seen by two plugins is found.
     fn uuid(&self) -> Option<[u8; 16]>;
@@ -151,6 +186,10 @@ pub trait Backend: Send + Sync + 'static {
     /// backend is ordered on that queue only, so work on two queues may overlap. Images loaded
     /// through any queue of the device serve all of them.
     fn new_queue(&self) -> Result<Arc<dyn Backend>>;
+
+    /// The vendor's handle of this queue, for vendor libraries; `None` where there is none (the
+    /// host CPU).
+    fn native_queue(&self) -> Option<NativeQueue>;
 
     /// A mark after the work queued so far, for other queues of the device to wait on and for
     /// timing.

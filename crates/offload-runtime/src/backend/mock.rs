@@ -8,7 +8,7 @@
 
 use crate::backend::code::{Code, EntryHandle, ImageHandle};
 use crate::backend::interface::{
-    Backend, BackendKind, DevicePtr, MemoryInfo, Platform, QueueEvent,
+    Backend, BackendKind, DevicePtr, MemoryInfo, NativeQueue, Platform, QueueEvent,
 };
 use crate::backend::limits::{EntryLimits, Limits, Shape};
 use crate::backend::packed::PackedArgs;
@@ -292,6 +292,9 @@ impl Backend for MockGpu {
     }
     fn new_queue(&self) -> Result<Arc<dyn Backend>> {
         Err(unsupported())
+    }
+    fn native_queue(&self) -> Option<NativeQueue> {
+        None
     }
     fn record_event(&self) -> Result<Box<dyn QueueEvent>> {
         Err(unsupported())

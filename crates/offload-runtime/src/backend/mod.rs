@@ -31,7 +31,7 @@ mod registry;
 
 pub use code::{Code, EntryHandle, HostThread, HostThreads, ImageHandle};
 pub use interface::{
-    Backend, BackendKind, DevicePtr, MemoryInfo, Platform, QueueEvent, RecordedWork,
+    Backend, BackendKind, DevicePtr, MemoryInfo, NativeQueue, Platform, QueueEvent, RecordedWork,
 };
 pub use limits::{EntryLimits, Limits, Shape};
 pub use packed::PackedArgs;

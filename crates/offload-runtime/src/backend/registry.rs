@@ -13,7 +13,9 @@ pub type Discover = fn() -> Result<Vec<Arc<dyn Backend>>, String>;
 
 /// One plugin as discovery sees it.
 pub struct Plugin {
+    /// Its name in messages (`"cuda"`).
     pub name: &'static str,
+    /// Finds its devices.
     pub discover: Discover,
     /// Whether its devices are GPUs (`OFFLOAD_BACKEND=host` skips those).
     pub gpu: bool,

@@ -2,7 +2,7 @@
 
 use crate::backend::code::{Code, EntryHandle, ImageHandle};
 use crate::backend::interface::{
-    Backend, BackendKind, DevicePtr, MemoryInfo, Platform, QueueEvent,
+    Backend, BackendKind, DevicePtr, MemoryInfo, NativeQueue, Platform, QueueEvent,
 };
 use crate::backend::liboffload::event::OlEvent;
 use crate::backend::liboffload::handle::Handle;
@@ -640,6 +640,12 @@ impl Backend for LibOffloadBackend {
             shared: self.shared.clone(),
             queue: Handle(queue),
         }))
+    }
+
+    fn native_queue(&self) -> Option<NativeQueue> {
+        Some(NativeQueue::LibOffload {
+            queue: self.queue.0 as *mut c_void,
+        })
     }
 
     fn record_event(&self) -> Result<Box<dyn QueueEvent>> {

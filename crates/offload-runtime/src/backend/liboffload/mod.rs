@@ -19,7 +19,7 @@ mod handle;
 mod pool;
 mod program;
 mod result;
-pub mod sys;
+pub(crate) mod sys;
 
 pub use device::LibOffloadBackend;
 

@@ -17,7 +17,6 @@ use std::path::{Path, PathBuf};
 /// `ol_errc_t`: the code of a failed call.
 pub type ol_errc_t = u32;
 pub const OL_ERRC_OUT_OF_RESOURCES: ol_errc_t = 7;
-pub const OL_ERRC_NOT_FOUND: ol_errc_t = 6;
 
 /// `ol_error_struct_t`: what a failed call points at.
 #[repr(C)]
@@ -68,7 +67,6 @@ pub const OL_DEVICE_INFO_NAME: ol_device_info_t = 2;
 pub const OL_DEVICE_INFO_UID: ol_device_info_t = 4;
 pub const OL_DEVICE_INFO_MAX_WORK_GROUP_SIZE: ol_device_info_t = 7;
 pub const OL_DEVICE_INFO_MAX_WORK_GROUP_SIZE_PER_DIMENSION: ol_device_info_t = 8;
-pub const OL_DEVICE_INFO_MAX_WORK_SIZE_PER_DIMENSION: ol_device_info_t = 10;
 pub const OL_DEVICE_INFO_NUM_COMPUTE_UNITS: ol_device_info_t = 12;
 pub const OL_DEVICE_INFO_GLOBAL_MEM_SIZE: ol_device_info_t = 17;
 pub const OL_DEVICE_INFO_WORK_GROUP_LOCAL_MEM_SIZE: ol_device_info_t = 18;
