@@ -10,6 +10,8 @@ pub enum ImageKind {
     Cubin,
     /// PTX text, which the CUDA driver compiles for the GPU it finds.
     Ptx,
+    /// An HSA code object (AMDGPU ELF) for one AMD GPU architecture.
+    HsaCodeObject,
 }
 
 impl ImageKind {
@@ -17,6 +19,17 @@ impl ImageKind {
         match self {
             ImageKind::Cubin => "Cubin",
             ImageKind::Ptx => "Ptx",
+            ImageKind::HsaCodeObject => "HsaCodeObject",
+        }
+    }
+
+    /// Where images of this kind come in `offload_images.rs`: ready machine code before PTX,
+    /// which the driver would have to compile.
+    pub(crate) fn order(self) -> u8 {
+        match self {
+            ImageKind::Cubin => 0,
+            ImageKind::HsaCodeObject => 1,
+            ImageKind::Ptx => 2,
         }
     }
 }
@@ -25,7 +38,7 @@ impl ImageKind {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ImageFile {
     pub kind: ImageKind,
-    /// The CUDA architecture it was built for, such as `sm_90`.
+    /// The GPU architecture it was built for, such as `sm_90` or `gfx942`.
     pub arch: String,
     /// Absolute path of the file.
     pub path: PathBuf,
@@ -66,14 +79,12 @@ pub fn entry_names(ptx: &str) -> Vec<String> {
 
 /// The contents of `offload_images.rs`: one `::offload::ImageSet` expression.
 ///
-/// Cubins come first so that the runtime tries ready machine code before asking the driver to
-/// compile PTX.
+/// Cubins and HSA code objects come first so that the runtime tries ready machine code before
+/// asking the driver to compile PTX.
 pub fn render(images: &[ImageFile], kernels: &[String], unavailable: Option<&str>) -> String {
     let mut out = String::from("::offload::ImageSet {\n    images: &[\n");
-    let ordered = images
-        .iter()
-        .filter(|i| i.kind == ImageKind::Cubin)
-        .chain(images.iter().filter(|i| i.kind == ImageKind::Ptx));
+    let mut ordered: Vec<&ImageFile> = images.iter().collect();
+    ordered.sort_by_key(|i| i.kind.order());
     for image in ordered {
         let path = image
             .path

@@ -17,6 +17,8 @@ pub struct DeviceToolchain {
     pub sysroot: PathBuf,
     /// rustc's host triple.
     pub host: String,
+    /// `rustc -vV`: release, commit and LLVM version, which name cached builds of `core`.
+    pub version: String,
     /// Major version of the LLVM rustc was built with.
     pub llvm_major: u32,
     pub llvm_link: PathBuf,
@@ -33,6 +35,7 @@ pub fn find_device_toolchain() -> Result<DeviceToolchain, String> {
         rustc: rustc.path,
         sysroot: rustc.sysroot,
         host: rustc.host,
+        version: rustc.version,
         llvm_major: rustc.llvm_major,
         llvm_link,
         opt,
@@ -45,6 +48,7 @@ struct Rustc {
     path: PathBuf,
     sysroot: PathBuf,
     host: String,
+    version: String,
     llvm_major: u32,
 }
 
@@ -67,7 +71,7 @@ pub(crate) fn parse_host(verbose_version: &str) -> Option<String> {
 }
 
 /// Runs a probe command; its stdout on success, else a one-line reason.
-fn capture(cmd: &mut Command) -> Result<String, String> {
+pub(crate) fn capture(cmd: &mut Command) -> Result<String, String> {
     // A rustup proxy would otherwise pick the outer build's toolchain.
     cmd.env_remove("RUSTUP_TOOLCHAIN");
     let program = cmd.get_program().to_string_lossy().into_owned();
@@ -159,6 +163,7 @@ fn check_rustc(path: &Path, origin: String) -> Result<Rustc, String> {
         path,
         sysroot,
         host,
+        version: vv,
         llvm_major,
     })
 }

@@ -9,8 +9,9 @@
 //! All operations are *relaxed*, as CUDA's `atomicAdd` and friends: each is indivisible, but they
 //! order nothing else. Use a fence ([`crate::fence_device`]) to publish other writes. Integer operations are
 //! `core::sync::atomic`'s (PTX `atom.add`, `atom.min`… on the GPU); `f32`/`f64` addition is PTX
-//! `atom.add.f32`/`.f64` on the GPU and a compare-exchange loop on the host, and `f32` min/max a
-//! compare-exchange loop on both sides (`f32::min`/`max` semantics: a NaN operand is ignored).
+//! `atom.add.f32`/`.f64` on NVIDIA GPUs, LLVM's `atomicrmw fadd` on AMD GPUs and a
+//! compare-exchange loop on the host, and `f32` min/max a compare-exchange loop on all sides
+//! (`f32::min`/`max` semantics: a NaN operand is ignored).
 
 use core::cell::UnsafeCell;
 use core::sync::atomic::{AtomicI32, AtomicI64, AtomicU32, AtomicU64, Ordering::Relaxed};
@@ -114,7 +115,7 @@ integer_atomic!(u64, AtomicU64);
 
 /// Float atomics on the bits, through the unsigned core atomic of the same width.
 macro_rules! float_atomic {
-    ($t:ty, $bits:ty, $core:ty, $ptx_add:literal, $reg:ident $(, #[$update_cfg:meta])?) => {
+    ($t:ty, $bits:ty, $core:ty, $ptx_add:literal, $reg:ident, $amdgpu_add:ident $(, #[$update_cfg:meta])?) => {
         const _: () = assert!(
             core::mem::align_of::<$core>() == core::mem::align_of::<$t>()
                 && core::mem::size_of::<$core>() == core::mem::size_of::<$t>()
@@ -162,7 +163,13 @@ macro_rules! float_atomic {
                     }
                     <$t>::from_bits(old)
                 }
-                #[cfg(not(target_arch = "nvptx64"))]
+                #[cfg(target_arch = "amdgpu")]
+                // SAFETY: `self` is a valid, aligned, atomically accessed float, in global memory
+                // or LDS (the flat address reaches both).
+                unsafe {
+                    crate::amdgpu::$amdgpu_add(self.value.get(), v)
+                }
+                #[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
                 {
                     self.fetch_update(|old| old + v)
                 }
@@ -193,15 +200,23 @@ macro_rules! float_atomic {
     };
 }
 
-float_atomic!(f32, u32, AtomicU32, "atom.add.f32", reg32);
-// f64 has no min/max, and the GPU adds with `atom.add.f64`: only the host's addition loops.
+float_atomic!(
+    f32,
+    u32,
+    AtomicU32,
+    "atom.add.f32",
+    reg32,
+    __offload_amdgpu_atomic_add_f32
+);
+// f64 has no min/max, and the GPUs add with an instruction: only the host's addition loops.
 float_atomic!(
     f64,
     u64,
     AtomicU64,
     "atom.add.f64",
     reg64,
-    #[cfg(not(target_arch = "nvptx64"))]
+    __offload_amdgpu_atomic_add_f64,
+    #[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
 );
 
 impl Atomic<f32> {

@@ -1,5 +1,6 @@
-//! Thread and block ids. On nvptx64 they are PTX special registers; on the host the host
-//! backend stores them in a thread-local before running each GPU thread.
+//! Thread and block ids. On nvptx64 they are PTX special registers; on amdgcn the work-item and
+//! work-group ids, and extents from the launch's dispatch packet; on the host the host backend
+//! stores them in a thread-local before running each GPU thread.
 
 /// A 3D extent or position, as in CUDA's `dim3`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -105,7 +106,33 @@ mod arch {
     }
 }
 
-#[cfg(not(target_arch = "nvptx64"))]
+#[cfg(target_arch = "amdgpu")]
+mod arch {
+    use super::Dim3;
+    use crate::amdgpu;
+    use core::arch::amdgpu::*;
+
+    #[inline(always)]
+    pub fn thread_idx() -> Dim3 {
+        Dim3::new(workitem_id_x(), workitem_id_y(), workitem_id_z())
+    }
+    #[inline(always)]
+    pub fn block_idx() -> Dim3 {
+        Dim3::new(workgroup_id_x(), workgroup_id_y(), workgroup_id_z())
+    }
+    #[inline(always)]
+    pub fn block_dim() -> Dim3 {
+        amdgpu::workgroup_size()
+    }
+    /// The packet counts work-items; offload launches whole work-groups only.
+    #[inline(always)]
+    pub fn grid_dim() -> Dim3 {
+        let (items, group) = (amdgpu::grid_size(), amdgpu::workgroup_size());
+        Dim3::new(items.x / group.x, items.y / group.y, items.z / group.z)
+    }
+}
+
+#[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
 mod arch {
     use super::Dim3;
     use core::cell::Cell;
@@ -117,6 +144,8 @@ mod arch {
         pub block_idx: Dim3,
         pub block_dim: Dim3,
         pub grid_dim: Dim3,
+        /// Lanes per warp: 32 as on NVIDIA GPUs, or 64 as on AMD's CDNA GPUs.
+        pub warp_size: u32,
     }
 
     const OUTSIDE: ThreadContext = ThreadContext {
@@ -124,6 +153,7 @@ mod arch {
         block_idx: Dim3::new(0, 0, 0),
         block_dim: Dim3::new(1, 1, 1),
         grid_dim: Dim3::new(1, 1, 1),
+        warp_size: 32,
     };
 
     std::thread_local! {
@@ -158,12 +188,15 @@ mod arch {
     pub fn grid_dim() -> Dim3 {
         get().grid_dim
     }
+    pub fn warp_size() -> u32 {
+        get().warp_size
+    }
 }
 
 /// The host backend's handle on the thread context (not for kernels).
-#[cfg(not(target_arch = "nvptx64"))]
+#[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
 pub mod host_context {
-    pub use super::arch::{with_thread, ThreadContext};
+    pub use super::arch::{warp_size, with_thread, ThreadContext};
 }
 
 /// This thread's position in its block (`threadIdx`).

@@ -5,13 +5,18 @@ pub enum ImageFormat {
     Ptx,
     /// Machine code (from ptxas) for exactly `target`.
     Cubin,
+    /// An HSA code object (AMDGPU ELF, code object v5) for exactly the AMD GPU `target`
+    /// (`gfx90a`, `gfx942`, `gfx1100`, ...), loaded through liboffload's AMDGPU platform. Its
+    /// kernels take their parameters in the kernarg segment at the offsets of the same C-struct
+    /// parameter buffer as PTX kernels (checked against the code object's metadata by the build).
+    HsaCodeObject,
 }
 
 /// One compiled form of a crate's kernels, embedded by `offload::embed_images!`.
 #[derive(Debug)]
 pub struct DeviceImage {
     pub format: ImageFormat,
-    /// The GPU architecture it was built for, e.g. `"sm_90"`.
+    /// The GPU architecture it was built for, e.g. `"sm_90"` or `"gfx942"`.
     pub target: &'static str,
     pub bytes: &'static [u8],
 }
@@ -50,6 +55,14 @@ impl ImageSet {
                 .map(|(_, i)| i)
         })
     }
+
+    /// The HSA code object for the AMD GPU architecture `arch` (`"gfx942"`): code objects run
+    /// only on the architecture they were built for.
+    pub fn for_amdgpu(&self, arch: &str) -> Option<&DeviceImage> {
+        self.images
+            .iter()
+            .find(|i| i.format == ImageFormat::HsaCodeObject && i.target == arch)
+    }
 }
 
 /// `"sm_90"` → 90 (`"sm_90a"` → 90).
@@ -66,7 +79,7 @@ fn sm_number(target: &str) -> Option<u32> {
 mod tests {
     use super::*;
 
-    static IMAGES: [DeviceImage; 3] = [
+    static IMAGES: [DeviceImage; 4] = [
         DeviceImage {
             format: ImageFormat::Cubin,
             target: "sm_90",
@@ -82,6 +95,11 @@ mod tests {
             target: "sm_90",
             bytes: b"ptx90",
         },
+        DeviceImage {
+            format: ImageFormat::HsaCodeObject,
+            target: "gfx942",
+            bytes: b"hsaco942",
+        },
     ];
     static SET: ImageSet = ImageSet {
         images: &IMAGES,
@@ -95,6 +113,15 @@ mod tests {
         assert_eq!(SET.best_for_cuda(10, 0).unwrap().bytes, b"ptx90");
         assert_eq!(SET.best_for_cuda(8, 0).unwrap().bytes, b"ptx70");
         assert!(SET.best_for_cuda(6, 1).is_none());
+    }
+
+    #[test]
+    fn amd_images_match_their_architecture_exactly() {
+        assert_eq!(SET.for_amdgpu("gfx942").unwrap().bytes, b"hsaco942");
+        assert!(SET.for_amdgpu("gfx90a").is_none());
+        assert!(SET.for_amdgpu("sm_90").is_none());
+        // NVIDIA picks never return an AMD image.
+        assert_eq!(SET.best_for_cuda(9, 0).unwrap().format, ImageFormat::Cubin);
     }
 
     #[test]

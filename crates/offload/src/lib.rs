@@ -151,7 +151,7 @@ pub mod __private {
 /// Items the generated device entries use; not a stable API.
 #[doc(hidden)]
 pub mod __device {
-    #[cfg(target_arch = "nvptx64")]
+    #[cfg(any(target_arch = "nvptx64", target_arch = "amdgpu"))]
     pub use offload_kernel::panic_record::record_panic;
     pub use offload_kernel::slice_from_raw;
 }

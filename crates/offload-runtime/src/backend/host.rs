@@ -1,7 +1,9 @@
 //! The host CPU backend: runs every GPU thread of the grid as a call of the kernel's host entry,
 //! blocks in parallel on rayon's pool, the threads of a block as coroutines (`scheduler`) so that
 //! barriers and per-block shared memory behave as on a GPU. Inputs are read in place; outputs
-//! are written to a copy that replaces the caller's slice only when no thread panicked.
+//! are written to a copy that replaces the caller's slice only when no thread panicked. Warps
+//! have 32 lanes, or 64 (AMD's CDNA wavefronts) under `OFFLOAD_HOST_WARP_SIZE=64`, read at each
+//! launch, so warp code is tested at both widths without an AMD GPU.
 
 pub mod scheduler;
 
@@ -136,6 +138,28 @@ impl Drop for Staged {
     }
 }
 
+/// The variable that sets the lanes per warp of host launches.
+pub const WARP_SIZE_VAR: &str = "OFFLOAD_HOST_WARP_SIZE";
+
+/// Lanes per warp of a host launch: `OFFLOAD_HOST_WARP_SIZE` (32 or 64), else 32.
+pub fn warp_size() -> std::result::Result<u32, String> {
+    parse_warp_size(std::env::var(WARP_SIZE_VAR))
+}
+
+fn parse_warp_size(
+    value: std::result::Result<String, std::env::VarError>,
+) -> std::result::Result<u32, String> {
+    match value {
+        Err(std::env::VarError::NotPresent) => Ok(32),
+        Ok(v) if v.trim() == "32" => Ok(32),
+        Ok(v) if v.trim() == "64" => Ok(64),
+        Ok(v) => Err(format!(
+            "{WARP_SIZE_VAR}={v:?}: the host backend runs warps of 32 or 64 lanes"
+        )),
+        Err(e) => Err(format!("{WARP_SIZE_VAR}: {e}")),
+    }
+}
+
 pub(crate) fn run(
     kernel: &Kernel,
     device: &Device,
@@ -144,6 +168,11 @@ pub(crate) fn run(
 ) -> Result<()> {
     // Here, where plain and stream launches meet, so that neither runs on a released host.
     device.check_host_live()?;
+    let warp_size = warp_size().map_err(|reason| Error::InvalidLaunch {
+        kernel: kernel.name,
+        device: device.name().to_string(),
+        reason,
+    })?;
     let mut staged = Vec::new();
     let mut staged_args = Vec::with_capacity(args.len());
     for arg in args.iter() {
@@ -207,12 +236,18 @@ pub(crate) fn run(
         };
         staged_args.push(KernelArg::new(data));
     }
-    run_grid(kernel, device, shape, &staged_args)?;
+    run_grid(kernel, device, shape, warp_size, &staged_args)?;
     staged.iter().for_each(Staged::commit);
     Ok(())
 }
 
-fn run_grid(kernel: &Kernel, device: &Device, shape: Shape, args: &[KernelArg<'_>]) -> Result<()> {
+fn run_grid(
+    kernel: &Kernel,
+    device: &Device,
+    shape: Shape,
+    warp_size: u32,
+    args: &[KernelArg<'_>],
+) -> Result<()> {
     let Shape {
         grid,
         block,
@@ -227,6 +262,7 @@ fn run_grid(kernel: &Kernel, device: &Device, shape: Shape, args: &[KernelArg<'_
             grid,
             block,
             dynamic_shared as usize,
+            warp_size,
             &thread,
         )
     };
@@ -245,4 +281,22 @@ fn run_grid(kernel: &Kernel, device: &Device, shape: Shape, args: &[KernelArg<'_
             message: format!("panicked: {message}"),
         }
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::env::VarError;
+
+    #[test]
+    fn warp_size_setting() {
+        assert_eq!(parse_warp_size(Err(VarError::NotPresent)), Ok(32));
+        assert_eq!(parse_warp_size(Ok("64".into())), Ok(64));
+        assert_eq!(parse_warp_size(Ok(" 32 ".into())), Ok(32));
+        let e = parse_warp_size(Ok("48".into())).unwrap_err();
+        assert_eq!(
+            e,
+            "OFFLOAD_HOST_WARP_SIZE=\"48\": the host backend runs warps of 32 or 64 lanes"
+        );
+    }
 }
