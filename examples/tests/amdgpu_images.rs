@@ -88,11 +88,11 @@ fn llvm_tool(name: &str) -> Option<PathBuf> {
         .find(|p| p.is_file())
 }
 
-/// `image` written to a file of its own, for the LLVM tools.
-fn image_file(arch: &str, image: &DeviceImage) -> PathBuf {
+/// `image` written to a file of its own (per test: tests run at once), for the LLVM tools.
+fn image_file(test: &str, arch: &str, image: &DeviceImage) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("offload-amdgpu-test-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    let path = dir.join(format!("kernels.{arch}.hsaco"));
+    let path = dir.join(format!("{test}.{arch}.hsaco"));
     std::fs::write(&path, image.bytes).unwrap();
     path
 }
@@ -128,7 +128,7 @@ fn elf_header_names_the_architecture() {
         assert_eq!(object.target, format!("amdgcn-amd-amdhsa--{arch}"));
         assert_eq!(object.version, 5, "code object v5");
         let Some(readelf) = &readelf else { continue };
-        let header = tool_output(readelf, &["-h"], &image_file(arch, image));
+        let header = tool_output(readelf, &["-h"], &image_file("readelf", arch, image));
         assert!(header.contains("OS/ABI:                            AMDGPU - HSA"), "{header}");
         let flags = header
             .lines()
@@ -274,7 +274,7 @@ fn every_instruction_decodes_for_its_architecture() {
         let text = tool_output(
             &objdump,
             &["-d", &format!("--mcpu={arch}")],
-            &image_file(arch, image),
+            &image_file("objdump", arch, image),
         );
         let undecoded: Vec<&str> = text.lines().filter(|l| l.contains(".long")).collect();
         assert!(
@@ -325,7 +325,7 @@ fn no_symbol_is_undefined() {
     for (arch, image, object) in &objects {
         assert!(object.undefined_symbols.is_empty(), "{arch}: {:?}", object.undefined_symbols);
         if let Some(nm) = &nm {
-            let undefined = tool_output(nm, &["-u"], &image_file(arch, image));
+            let undefined = tool_output(nm, &["-u"], &image_file("nm", arch, image));
             assert!(undefined.trim().is_empty(), "{arch}: {undefined}");
         }
     }

@@ -25,21 +25,20 @@ pub struct Entry {
     pub params: Vec<ParamSlot>,
 }
 
-/// Offsets of `params` in a C struct of them, and the struct's size (the end rounded up to the
-/// largest alignment).
+/// Offsets of `params` in a C struct of them, and where the last one ends: the bytes a launch
+/// passes (a C struct's trailing padding is not part of the parameters, and the kernarg segment
+/// need not hold it).
 pub fn c_layout(params: &[ParamSlot]) -> (Vec<u64>, u64) {
     let mut end = 0u64;
-    let mut align = 1u64;
     let offsets = params
         .iter()
         .map(|p| {
-            align = align.max(p.align);
             let at = end.next_multiple_of(p.align.max(1));
             end = at + p.size;
             at
         })
         .collect();
-    (offsets, end.next_multiple_of(align))
+    (offsets, end)
 }
 
 /// Where liboffload's AMDGPU plugin writes the implicit (hidden) arguments after a parameter
@@ -96,7 +95,7 @@ pub fn check(arch: &str, object: &CodeObject, entries: &[Entry]) -> Result<(), S
 
 fn check_kernel(arch: &str, kernel: &KernelMetadata, entry: &Entry) -> Result<(), String> {
     let name = &entry.kernel;
-    let (offsets, packed) = c_layout(&entry.params);
+    let (offsets, end) = c_layout(&entry.params);
     let explicit: Vec<_> = kernel.args.iter().filter(|a| !a.is_hidden()).collect();
     // Zero-sized parameters take no bytes and get no kernarg argument.
     let expected: Vec<(usize, u64)> = entry
@@ -139,14 +138,14 @@ fn check_kernel(arch: &str, kernel: &KernelMetadata, entry: &Entry) -> Result<()
             ));
         }
     }
-    if kernel.kernarg_segment_size < packed {
+    if kernel.kernarg_segment_size < end {
         return Err(format!(
-            "kernel {name} ({arch}): its kernarg segment has {} bytes, fewer than the {packed} of \
-             the parameter buffer",
+            "kernel {name} ({arch}): its kernarg segment has {} bytes, fewer than the {end} of \
+             its parameters",
             kernel.kernarg_segment_size
         ));
     }
-    let hidden_start = hidden_arguments_start(packed);
+    let hidden_start = hidden_arguments_start(end);
     if let Some(hidden) = kernel
         .args
         .iter()
@@ -154,7 +153,7 @@ fn check_kernel(arch: &str, kernel: &KernelMetadata, entry: &Entry) -> Result<()
     {
         return Err(format!(
             "kernel {name} ({arch}): hidden argument {} at offset {} overlaps the parameter \
-             buffer, which ends at {packed} (the runtime writes hidden arguments from {hidden_start})",
+             buffer, which ends at {end} (the runtime writes hidden arguments from {hidden_start})",
             hidden.value_kind, hidden.offset
         ));
     }
@@ -217,10 +216,10 @@ mod tests {
     }
 
     #[test]
-    fn c_layout_aligns_each_and_pads_the_end() {
-        let (offsets, size) = c_layout(&entry().params);
+    fn c_layout_aligns_each_parameter() {
+        let (offsets, end) = c_layout(&entry().params);
         assert_eq!(offsets, [0, 4, 16, 24, 32, 32]);
-        assert_eq!(size, 40);
+        assert_eq!(end, 36, "no trailing padding");
         assert_eq!(c_layout(&[]), (vec![], 0));
         assert_eq!(c_layout(&[slot("a", 3, 1)]), (vec![0], 3));
     }
@@ -247,6 +246,7 @@ mod tests {
             value_kind: "hidden_block_count_x".into(),
         });
         check("gfx942", &object(args, 296), &[entry()]).unwrap();
+        // ... from the 8-byte boundary after the last parameter.
     }
 
     #[test]
@@ -273,8 +273,9 @@ mod tests {
     fn other_mismatches() {
         let e = check("gfx942", &object(good_args()[..4].to_vec(), 40), &[entry()]).unwrap_err();
         assert!(e.contains("takes 4 arguments, the launcher packs 5"), "{e}");
-        let e = check("gfx942", &object(good_args(), 36), &[entry()]).unwrap_err();
-        assert!(e.contains("kernarg segment has 36 bytes"), "{e}");
+        check("gfx942", &object(good_args(), 36), &[entry()]).unwrap();
+        let e = check("gfx942", &object(good_args(), 32), &[entry()]).unwrap_err();
+        assert!(e.contains("kernarg segment has 32 bytes, fewer than the 36"), "{e}");
         let e = check("gfx90a", &object(good_args(), 40), &[entry()]).unwrap_err();
         assert!(e.contains("names gfx942"), "{e}");
         let mut missing = entry();

@@ -4,8 +4,8 @@
 //! offload_build::Kernels::new("src/kernels.rs").build();
 //! ```
 //!
-//! It compiles the kernels module for `nvptx64-nvidia-cuda` with a nested `cargo build`
-//! (`-Zbuild-std=core`), links the bitcode into PTX with LLVM's tools, assembles a cubin when
+//! It compiles the kernels module for `nvptx64-nvidia-cuda` with a nested `cargo build` (against
+//! `core` from the user-wide cache of `core_cache`), links the bitcode into PTX with LLVM's tools, assembles a cubin when
 //! `ptxas` is around, builds an HSA code object for each AMD GPU architecture (`amdgpu`), and
 //! writes `$OUT_DIR/offload_images.rs`, which `offload::embed_images!()` includes. Without a
 //! device toolchain it warns once and writes an image set that sends every launch to the host
@@ -526,8 +526,32 @@ fn device_pass(
     let panic_reporting = kernels.panic_reporting;
     let mut kernels: Vec<String> = Vec::new();
     for arch in &archs.cuda {
-        let rustflags = device_rustflags(arch, &linker, manifest_dir, panic_reporting);
-        let built = build_device_crate(tc, &cargo, &gen, kernels_file, arch, &rustflags);
+        // `core` from the user-wide cache; without one (no cache directory, say), built here.
+        let sysroot = core_cache::sysroot(tc, &cargo, NVPTX_TARGET, arch)
+            .map_err(|reason| {
+                println!(
+                    "cargo::warning=offload: no cached core for {arch} ({}); building it for this \
+                     project",
+                    reason.lines().next().unwrap_or_default()
+                )
+            })
+            .ok();
+        let rustflags = device_rustflags(
+            arch,
+            &linker,
+            manifest_dir,
+            panic_reporting,
+            sysroot.as_deref(),
+        );
+        let built = build_device_crate(
+            tc,
+            &cargo,
+            &gen,
+            kernels_file,
+            arch,
+            &rustflags,
+            sysroot.is_none(),
+        );
         let ptx_bytes = fs::read(&built)
             .unwrap_or_else(|e| panic!("offload-build: cannot read {}: {e}", built.display()));
         let ptx = images_dir.join(format!("kernels.{arch}.ptx"));
@@ -579,6 +603,7 @@ fn device_rustflags(
     linker: &Path,
     manifest_dir: &Path,
     panic_reporting: bool,
+    sysroot: Option<&Path>,
 ) -> String {
     // Panic locations name files relative to the package (`src/kernels.rs`), not by the build
     // machine's absolute paths: shorter in the image and in kernel panic errors.
@@ -587,6 +612,9 @@ fn device_rustflags(
         utf8(linker),
         utf8(manifest_dir)
     );
+    if let Some(sysroot) = sysroot {
+        flags.push_str(&format!("\x1f--sysroot={}", utf8(sysroot)));
+    }
     if !panic_reporting {
         // offload-kernel's panic handler then just ends the thread, with no record to check.
         flags.push_str("\x1f--cfg\x1foffload_panic_reporting_off");
@@ -594,7 +622,8 @@ fn device_rustflags(
     flags
 }
 
-/// Runs the nested `cargo build` for one architecture; returns the PTX it linked.
+/// Runs the nested `cargo build` for one architecture (building `core` too when `build_std`);
+/// returns the PTX it linked.
 fn build_device_crate(
     tc: &DeviceToolchain,
     cargo: &Path,
@@ -602,15 +631,16 @@ fn build_device_crate(
     kernels_file: &Path,
     arch: &str,
     rustflags: &str,
+    build_std: bool,
 ) -> PathBuf {
-    // One target dir per architecture: the flags differ, and sharing one would rebuild core
-    // each time the architecture alternates.
+    // One target dir per architecture: the flags differ, and sharing one would rebuild the
+    // crates each time the architecture alternates.
     let target_dir = gen.join("target").join(arch);
     let mut cmd = Command::new(cargo);
     child_env::scrub(&mut cmd);
     cmd.current_dir(gen)
         .args(["build", "--release", "--quiet", "--target", NVPTX_TARGET])
-        .arg("-Zbuild-std=core")
+        .args(build_std.then_some("-Zbuild-std=core"))
         .arg("--manifest-path")
         .arg(gen.join("Cargo.toml"))
         .arg("--target-dir")
@@ -827,7 +857,7 @@ mod tests {
 
     #[test]
     fn panic_reporting_off_is_a_cfg_of_the_device_build() {
-        let flags = |on| device_rustflags("sm_90", Path::new("/g/link"), Path::new("/p"), on);
+        let flags = |on| device_rustflags("sm_90", Path::new("/g/link"), Path::new("/p"), on, None);
         let on: Vec<String> = flags(true).split('\x1f').map(String::from).collect();
         assert_eq!(
             on,
@@ -842,5 +872,13 @@ mod tests {
             off.ends_with("\x1f--cfg\x1foffload_panic_reporting_off"),
             "{off:?}"
         );
+        let cached = device_rustflags(
+            "sm_90",
+            Path::new("/g/link"),
+            Path::new("/p"),
+            true,
+            Some(Path::new("/c/sys")),
+        );
+        assert!(cached.ends_with("\x1f--sysroot=/c/sys"), "{cached:?}");
     }
 }

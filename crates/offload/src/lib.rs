@@ -2,8 +2,9 @@
 //!
 //! Write a kernel as a plain Rust function in a `no_std`-compatible module, mark it
 //! `#[offload::kernel]`, and call it like a function. The build script (`offload-build`) compiles
-//! the module for `nvptx64-nvidia-cuda` inside the ordinary `cargo build`, and the call moves the
-//! data, launches on the best device (a CUDA GPU, else the host CPU) and moves the results back.
+//! the module for `nvptx64-nvidia-cuda` and `amdgcn-amd-amdhsa` inside the ordinary `cargo build`,
+//! and the call moves the data, launches on the best device (a CUDA GPU, else the host CPU) and
+//! moves the results back.
 //!
 //! ```ignore
 //! // src/kernels.rs
