@@ -5,11 +5,15 @@ use offload::half::{bf16, f16};
 use offload::prelude::*;
 
 pub mod block;
+pub mod gemm_bf16;
+mod gemm_tiles;
+pub mod sgemm_tf32;
+pub mod tensor;
 
 /// `y = a * x + y`, reading and writing 16 bytes (four elements) at a time where `x` and `y`
 /// are aligned alike.
 #[offload::kernel]
-pub fn saxpy(a: f32, x: &[f32], y: &mut [f32]) {
+pub fn saxpy(a: f32, x: &[f32], #[wide] y: &mut [f32]) {
     y.update_mine_wide(x, |y, x| y + a * x);
 }
 
@@ -107,6 +111,7 @@ pub fn jacobi2d(width: u32, height: u32, input: &[f32], output: &mut [f32]) {
 
 pub mod atomics;
 pub mod streams;
+pub mod views;
 pub mod warps;
 
 /// `y = a * x + y` in any precision: one generic kernel, one device entry per declared element
@@ -115,7 +120,7 @@ pub mod warps;
 /// (`math::add`/`math::mul`), so the bits are those of `a * x + y` on the host. Reads and writes
 /// 16 bytes at a time where `x` and `y` are aligned alike.
 #[offload::kernel(instances(T = f32 | f64 | f16 | bf16))]
-pub fn axpy<T: WideElement + math::Arith>(a: T, x: &[T], y: &mut [T]) {
+pub fn axpy<T: WideElement + math::Arith>(a: T, x: &[T], #[wide] y: &mut [T]) {
     y.update_mine_wide(x, |y, x| math::add(math::mul(a, x), y));
 }
 
@@ -171,6 +176,6 @@ pub fn iota_fixed(x: *mut [f64; 256], offset: f64, step: &f64) {
 /// `y += x` on bytes, wrapping. With sixteen bytes per wide access it has the finest cut into
 /// chunks and ends, which the tests use to see every element updated exactly once.
 #[offload::kernel]
-pub fn add_bytes(x: &[u8], y: &mut [u8]) {
+pub fn add_bytes(x: &[u8], #[wide] y: &mut [u8]) {
     y.update_mine_wide(x, |y, x| y.wrapping_add(x));
 }

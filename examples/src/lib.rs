@@ -2,7 +2,11 @@
 
 pub mod jacobi;
 pub mod kernels;
+pub mod overlap;
 pub mod reference;
 pub mod reference_bandwidth;
+pub mod reference_gemm;
+pub mod reference_torch;
+pub mod tensor_launch;
 
 offload::embed_images!();

@@ -1,15 +1,15 @@
 //! The bandwidth ceiling benchmarks compare against: a device-to-device memcpy through the CUDA
 //! driver directly (not through offload), timed with CUDA events.
 
-use offload::{BackendKind, Device};
+use offload::{Device, Platform};
 
 /// Best of several device-to-device copies of `bytes` bytes, in GB/s counting read plus write;
-/// `None` when `device` is not a CUDA GPU.
+/// `None` when `device` is not an NVIDIA GPU (whichever plugin drives it).
 pub fn device_to_device(
     device: &Device,
     bytes: usize,
 ) -> Result<Option<f64>, Box<dyn std::error::Error>> {
-    if device.kind() != BackendKind::Cuda {
+    if device.platform() != Platform::Cuda {
         return Ok(None);
     }
     let ctx = cudarc::driver::CudaContext::new(device.ordinal())?;
@@ -32,12 +32,12 @@ pub fn device_to_device(
 
 /// Best of several host-to-device and device-to-host copies of `bytes` bytes between pinned
 /// host memory and the device, straight through the driver (the bus's ceiling), in GB/s each
-/// way; `None` when `device` is not a CUDA GPU.
+/// way; `None` when `device` is not an NVIDIA GPU (whichever plugin drives it).
 pub fn pinned_host_device(
     device: &Device,
     bytes: usize,
 ) -> Result<Option<(f64, f64)>, Box<dyn std::error::Error>> {
-    if device.kind() != BackendKind::Cuda {
+    if device.platform() != Platform::Cuda {
         return Ok(None);
     }
     let ctx = cudarc::driver::CudaContext::new(device.ordinal())?;

@@ -50,7 +50,10 @@ fn code_objects(test: &str) -> Option<Vec<(String, &'static DeviceImage, CodeObj
     let found: Vec<_> = archs()
         .into_iter()
         .filter_map(|arch| {
-            let image = images.for_amdgpu(&arch)?;
+            let image = images
+                .images
+                .iter()
+                .find(|i| i.format == ImageFormat::HsaCodeObject && i.target == arch)?;
             let object = hsa_code_object::read(image.bytes)
                 .unwrap_or_else(|e| panic!("{arch}: not a readable code object: {e}"));
             Some((arch, image, object))
@@ -76,7 +79,9 @@ fn llvm_tool(name: &str) -> Option<PathBuf> {
     let dirs: Vec<PathBuf> = std::env::var_os("OFFLOAD_LLVM_BIN")
         .into_iter()
         .map(PathBuf::from)
-        .chain(std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default()))
+        .chain(std::env::split_paths(
+            &std::env::var_os("PATH").unwrap_or_default(),
+        ))
         .collect();
     let names: Vec<String> = (22..=26)
         .map(|v| format!("{name}-{v}"))
@@ -129,7 +134,10 @@ fn elf_header_names_the_architecture() {
         assert_eq!(object.version, 5, "code object v5");
         let Some(readelf) = &readelf else { continue };
         let header = tool_output(readelf, &["-h"], &image_file("readelf", arch, image));
-        assert!(header.contains("OS/ABI:                            AMDGPU - HSA"), "{header}");
+        assert!(
+            header.contains("OS/ABI:                            AMDGPU - HSA"),
+            "{header}"
+        );
         let flags = header
             .lines()
             .find(|l| l.trim_start().starts_with("Flags:"))
@@ -140,7 +148,10 @@ fn elf_header_names_the_architecture() {
         );
     }
     if readelf.is_none() {
-        skip("elf_header_names_the_architecture (llvm-readelf)", "no llvm-readelf");
+        skip(
+            "elf_header_names_the_architecture (llvm-readelf)",
+            "no llvm-readelf",
+        );
     }
 }
 
@@ -190,10 +201,21 @@ fn slice(name: &str) -> [Packed; 2] {
 fn launcher_layouts() -> Vec<(&'static str, Vec<Packed>)> {
     let cat = |parts: Vec<Vec<Packed>>| parts.concat();
     vec![
-        ("saxpy", cat(vec![vec![value::<f32>("a")], slice("x").into(), slice("y").into()])),
+        (
+            "saxpy",
+            cat(vec![
+                vec![value::<f32>("a")],
+                slice("x").into(),
+                slice("y").into(),
+            ]),
+        ),
         (
             "stencil5",
-            cat(vec![vec![value::<Grid2>("grid")], slice("input").into(), slice("output").into()]),
+            cat(vec![
+                vec![value::<Grid2>("grid")],
+                slice("input").into(),
+                slice("output").into(),
+            ]),
         ),
         (
             "add_sub",
@@ -222,15 +244,37 @@ fn launcher_layouts() -> Vec<(&'static str, Vec<Packed>)> {
                 slice("c").into(),
             ]),
         ),
-        ("axpy__f16", cat(vec![vec![value::<f16>("a")], slice("x").into(), slice("y").into()])),
-        ("axpy__f64", cat(vec![vec![value::<f64>("a")], slice("x").into(), slice("y").into()])),
+        (
+            "axpy__f16",
+            cat(vec![
+                vec![value::<f16>("a")],
+                slice("x").into(),
+                slice("y").into(),
+            ]),
+        ),
+        (
+            "axpy__f64",
+            cat(vec![
+                vec![value::<f64>("a")],
+                slice("x").into(),
+                slice("y").into(),
+            ]),
+        ),
         (
             "iota_fixed",
-            cat(vec![slice("x").into(), vec![value::<f64>("offset")], slice("step").into()]),
+            cat(vec![
+                slice("x").into(),
+                vec![value::<f64>("offset")],
+                slice("step").into(),
+            ]),
         ),
         (
             "warp_operations",
-            cat(vec![vec![value::<u32>("live_lanes")], slice("values").into(), slice("out").into()]),
+            cat(vec![
+                vec![value::<u32>("live_lanes")],
+                slice("values").into(),
+                slice("out").into(),
+            ]),
         ),
     ]
 }
@@ -256,7 +300,10 @@ fn arguments_sit_where_the_host_launcher_packs_them() {
                 .map(|a| (a.name.clone(), a.offset, a.size))
                 .collect();
             assert_eq!(got, expected, "{arch}: kernel {name}");
-            assert!(k.kernarg_segment_size >= end as u64, "{arch}: kernel {name}");
+            assert!(
+                k.kernarg_segment_size >= end as u64,
+                "{arch}: kernel {name}"
+            );
         }
     }
 }
@@ -267,7 +314,10 @@ fn every_instruction_decodes_for_its_architecture() {
         return;
     };
     let Some(objdump) = llvm_tool("llvm-objdump") else {
-        skip("every_instruction_decodes_for_its_architecture", "no llvm-objdump");
+        skip(
+            "every_instruction_decodes_for_its_architecture",
+            "no llvm-objdump",
+        );
         return;
     };
     for (arch, image, object) in &objects {
@@ -284,7 +334,11 @@ fn every_instruction_decodes_for_its_architecture() {
             &undecoded[..undecoded.len().min(5)]
         );
         for k in &object.kernels {
-            assert!(text.contains(&format!("<{}>:", k.name)), "{arch}: no code for {}", k.name);
+            assert!(
+                text.contains(&format!("<{}>:", k.name)),
+                "{arch}: no code for {}",
+                k.name
+            );
         }
         // The kernels that need them use barriers, LDS, atomics and cross-lane operations.
         let body = |name: &str| -> String {
@@ -323,7 +377,11 @@ fn no_symbol_is_undefined() {
     };
     let nm = llvm_tool("llvm-nm");
     for (arch, image, object) in &objects {
-        assert!(object.undefined_symbols.is_empty(), "{arch}: {:?}", object.undefined_symbols);
+        assert!(
+            object.undefined_symbols.is_empty(),
+            "{arch}: {:?}",
+            object.undefined_symbols
+        );
         if let Some(nm) = &nm {
             let undefined = tool_output(nm, &["-u"], &image_file("nm", arch, image));
             assert!(undefined.trim().is_empty(), "{arch}: {undefined}");

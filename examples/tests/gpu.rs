@@ -64,6 +64,7 @@ mod mapping {
         plain_arguments_and_nested_regions_find_data_present,
         map_kinds_move_only_what_they_say,
         device_vec_round_trip_without_transfers,
+        device_vec_copies_part,
         jacobi_matches_cpu_with_and_without_region,
         regions_on_eight_threads,
         overlapping_and_absent_maps_are_errors,

@@ -22,6 +22,7 @@ fn streams_and_devices_on_the_gpu() {
     streams::device_slices_chain_kernels_on_streams(&gpu);
     streams::events_order_and_time_streams(&gpu);
     streams::panic_on_a_stream_is_an_error(&gpu);
+    streams::aliased_device_slices_are_refused(&gpu);
     // The device is usable after the panic, on streams and with plain launches.
     streams::two_streams_give_the_cpu_result(&gpu);
     common::saxpy_matches_cpu(&gpu);

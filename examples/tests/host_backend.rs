@@ -77,6 +77,7 @@ host_test!(
     device_slices_chain_kernels_on_streams,
     events_order_and_time_streams,
     panic_on_a_stream_is_an_error,
+    aliased_device_slices_are_refused,
 );
 
 #[test]
@@ -140,6 +141,7 @@ mod mapping {
         plain_arguments_and_nested_regions_find_data_present,
         map_kinds_move_only_what_they_say,
         device_vec_round_trip_without_transfers,
+        device_vec_copies_part,
         jacobi_matches_cpu_with_and_without_region,
         regions_on_eight_threads,
     );

@@ -1,10 +1,11 @@
 //! A block the device allows but the kernel cannot run with (it needs too many registers per
 //! thread) is `Err(InvalidLaunch)` naming the kernel's own limit, not the driver's "too many
-//! resources requested"; the output is untouched and the device stays usable.
+//! resources requested"; the output is untouched and the device stays usable. Through liboffload,
+//! which does not report a kernel's limits, the error says so with liboffload's message.
 
 mod common;
 
-use offload::{Error, Launch};
+use offload::{BackendKind, Error, Launch};
 use offload_examples::kernels;
 
 #[test]
@@ -17,6 +18,16 @@ fn a_block_too_big_for_the_kernels_registers_is_an_invalid_launch() {
     // math_mix needs more than 64 registers per thread (ptxas: 68 for sm_90), so a full
     // 1024-thread block does not fit the multiprocessor's 64K registers.
     match kernels::math_mix::launch(Launch::on(&gpu).block(1024), &x, &mut out32, &mut out64) {
+        Err(Error::InvalidLaunch {
+            kernel: "math_mix",
+            reason,
+            ..
+        }) if gpu.kind() == BackendKind::LibOffload => assert!(
+            reason.starts_with(
+                "1024 threads per block are more than this kernel can run with (liboffload: "
+            ),
+            "{reason}"
+        ),
         Err(Error::InvalidLaunch {
             kernel: "math_mix",
             reason,

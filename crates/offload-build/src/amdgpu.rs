@@ -9,8 +9,10 @@
 
 use crate::amdgpu_link::{self, Tools};
 use crate::images::{ImageFile, ImageKind};
-use crate::toolchain::{capture, find_on_path, DeviceToolchain};
-use crate::{child_env, core_cache, hsa_code_object, kernel_abi, tail, utf8, write_if_changed};
+use crate::toolchain::{capture, find_lld, DeviceToolchain};
+use crate::{
+    child_env, core_cache, hsa_code_object, install_hints, kernel_abi, tail, utf8, write_if_changed,
+};
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -43,7 +45,10 @@ pub(crate) fn checked_arch(arch: &str) -> Result<String, String> {
 
 /// The architectures to build: `OFFLOAD_AMDGPU_ARCH` when set (a comma list; `none` builds no AMD
 /// image), else the build script's ([`crate::Kernels::amdgpu_arch`]), else [`DEFAULT_ARCHS`].
-pub(crate) fn archs(from_env: Option<&str>, from_builder: &[String]) -> Result<Vec<String>, String> {
+pub(crate) fn archs(
+    from_env: Option<&str>,
+    from_builder: &[String],
+) -> Result<Vec<String>, String> {
     let listed: Vec<String> = match from_env.map(str::trim) {
         Some("none") => return Ok(Vec::new()),
         Some(list) if !list.is_empty() => list
@@ -67,40 +72,25 @@ pub(crate) fn archs(from_env: Option<&str>, from_builder: &[String]) -> Result<V
 /// What the AMD images need beyond the nvptx toolchain.
 struct AmdToolchain {
     lld: PathBuf,
-    lld_args: Vec<String>,
+    /// `llvm-objdump` of the same LLVM, when installed: checks that every instruction decodes.
+    objdump: Option<PathBuf>,
     /// The GPUs `llc` knows.
     cpus: Vec<String>,
 }
 
-/// `ld.lld` of the LLVM that `llc` belongs to (same directory, same version suffix), else any
-/// `ld.lld` at least as new as rustc's LLVM, else rustup's `rust-lld`.
-fn find_lld(tc: &DeviceToolchain) -> Option<(PathBuf, Vec<String>)> {
-    let llc_name = tc.llc.file_name()?.to_str()?;
-    let suffix = llc_name.strip_prefix("llc").unwrap_or("");
-    let beside = tc.llc.with_file_name(format!("ld.lld{suffix}"));
-    let mut candidates = vec![beside];
-    for n in tc.llvm_major..=tc.llvm_major + 4 {
-        candidates.extend(find_on_path(format!("ld.lld-{n}")));
-        candidates.push(PathBuf::from(format!("/usr/lib/llvm-{n}/bin/ld.lld")));
-    }
-    candidates.extend(find_on_path("ld.lld"));
-    if let Some(found) = candidates.into_iter().find(|p| p.is_file()) {
-        return Some((found, Vec::new()));
-    }
-    let rust_lld = tc
-        .sysroot
-        .join("lib/rustlib")
-        .join(&tc.host)
-        .join("bin/rust-lld");
-    rust_lld
-        .is_file()
-        .then(|| (rust_lld, vec!["-flavor".to_string(), "gnu".to_string()]))
+/// `llvm-objdump` beside `llc`, of the same LLVM (same directory and version suffix).
+fn objdump_beside(llc: &Path) -> Option<PathBuf> {
+    let suffix = llc.file_name()?.to_str()?.strip_prefix("llc")?;
+    Some(llc.with_file_name(format!("llvm-objdump{suffix}"))).filter(|p| p.is_file())
 }
 
 fn find_amd_toolchain(tc: &DeviceToolchain) -> Result<AmdToolchain, String> {
     let targets = capture(Command::new(&tc.rustc).args(["--print", "target-list"]))?;
     if !targets.lines().any(|t| t.trim() == AMDGPU_TARGET) {
-        return Err(format!("{} does not support {AMDGPU_TARGET}", tc.rustc.display()));
+        return Err(format!(
+            "{} does not support {AMDGPU_TARGET}",
+            tc.rustc.display()
+        ));
     }
     let help = Command::new(&tc.llc)
         .args(["-mtriple=amdgcn-amd-amdhsa", "-mcpu=help"])
@@ -116,15 +106,11 @@ fn find_amd_toolchain(tc: &DeviceToolchain) -> Result<AmdToolchain, String> {
     if cpus.is_empty() {
         return Err(format!("{} has no AMDGPU backend", tc.llc.display()));
     }
-    let (lld, lld_args) = find_lld(tc).ok_or_else(|| {
-        format!(
-            "no ld.lld of LLVM {} or newer (apt-get install lld-{}, or rustup's rust-lld)",
-            tc.llvm_major, tc.llvm_major
-        )
-    })?;
+    let lld = find_lld(tc.llvm_major)
+        .map_err(|e| format!("{e}; {}", install_hints::lld(tc.llvm_major)))?;
     Ok(AmdToolchain {
         lld,
-        lld_args,
+        objdump: objdump_beside(&tc.llc),
         cpus,
     })
 }
@@ -139,6 +125,8 @@ pub(crate) struct Job<'a> {
     pub manifest_dir: &'a Path,
     pub images_dir: &'a Path,
     pub panic_reporting: bool,
+    /// `Kernels::fma_contraction`: every kernel's float arithmetic may contract into FMAs.
+    pub fma_contraction: bool,
 }
 
 /// Builds and checks the code object of every architecture in `archs` that the toolchain can
@@ -157,6 +145,13 @@ pub(crate) fn build(job: &Job<'_>, archs: &[String]) -> (Vec<ImageFile>, Vec<Str
             return (Vec::new(), Vec::new());
         }
     };
+    if amd.objdump.is_none() {
+        println!(
+            "cargo::warning=offload: no llvm-objdump beside {}: the AMD images are not \
+             disassembled to check that every instruction decodes for its architecture",
+            job.tc.llc.display()
+        );
+    }
     let mut images = Vec::new();
     let mut kernels: Vec<String> = Vec::new();
     for arch in archs {
@@ -170,7 +165,10 @@ pub(crate) fn build(job: &Job<'_>, archs: &[String]) -> (Vec<ImageFile>, Vec<Str
         let sysroot = match core_cache::sysroot(job.tc, job.cargo, AMDGPU_TARGET, arch) {
             Ok(s) => s,
             Err(reason) => {
-                println!("cargo::warning=offload: no AMD image for {arch}: {}", first_line(&reason));
+                println!(
+                    "cargo::warning=offload: no AMD image for {arch}: {}",
+                    first_line(&reason)
+                );
                 continue;
             }
         };
@@ -247,10 +245,9 @@ fn build_arch(
         opt: &job.tc.opt,
         llc: &job.tc.llc,
         lld: &amd.lld,
-        lld_args: &amd.lld_args,
     };
     let linked = work.join("kernels.hsaco");
-    let entries = amdgpu_link::link(&tools, &bitcode, arch, &work, &linked)
+    let entries = amdgpu_link::link(&tools, &bitcode, arch, job.fma_contraction, &work, &linked)
         .unwrap_or_else(|e| panic!("offload-build: AMD link step for {arch}: {e}"));
     let bytes = fs::read(&linked)
         .unwrap_or_else(|e| panic!("offload-build: cannot read {}: {e}", linked.display()));
@@ -258,6 +255,9 @@ fn build_arch(
         .unwrap_or_else(|e| panic!("offload-build: the code object for {arch}: {e}"));
     if let Err(mismatch) = kernel_abi::check(arch, &object, &entries) {
         panic!("offload-build: AMD kernel ABI check: {mismatch}");
+    }
+    if let Some(objdump) = &amd.objdump {
+        check_decodes(objdump, arch, &linked).unwrap_or_else(|e| panic!("offload-build: {e}"));
     }
     let image = job.images_dir.join(format!("kernels.{arch}.hsaco"));
     write_if_changed(&image, &bytes);
@@ -272,6 +272,37 @@ fn build_arch(
     )
 }
 
+/// Whether `objdump` decodes every instruction of the code object `image` for `arch`: a word it
+/// prints as `.long` belongs to another architecture (bitcode or `core` built for another GPU).
+fn check_decodes(objdump: &Path, arch: &str, image: &Path) -> Result<(), String> {
+    let out = Command::new(objdump)
+        .arg("-d")
+        .arg(format!("--mcpu={arch}"))
+        .arg(image)
+        .output()
+        .map_err(|e| format!("cannot run {}: {e}", objdump.display()))?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    if !out.status.success() {
+        return Err(format!(
+            "{} cannot disassemble the code object for {arch} ({}): {}",
+            objdump.display(),
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
+        ));
+    }
+    let undecoded: Vec<&str> = text.lines().filter(|l| l.contains(".long")).collect();
+    match undecoded.first() {
+        None => Ok(()),
+        Some(first) => Err(format!(
+            "the code object for {arch} holds {} words that are no {arch} instruction \
+             ({} -d --mcpu={arch}), e.g. `{}`",
+            undecoded.len(),
+            objdump.display(),
+            first.trim()
+        )),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -281,7 +312,16 @@ mod tests {
         for ok in ["gfx90a", "gfx942", "gfx1100", "gfx1201", "gfx950"] {
             assert_eq!(checked_arch(ok).as_deref(), Ok(ok));
         }
-        for bad in ["", "gfx", "942", "sm_90", "gfx9 42", "gfx942;rm", "GFX942", "gfxa42"] {
+        for bad in [
+            "",
+            "gfx",
+            "942",
+            "sm_90",
+            "gfx9 42",
+            "gfx942;rm",
+            "GFX942",
+            "gfxa42",
+        ] {
             assert!(checked_arch(bad).is_err(), "{bad:?}");
         }
     }
@@ -299,6 +339,45 @@ mod tests {
         );
         let e = archs(Some("gfx942,sm_90"), &[]).unwrap_err();
         assert!(e.contains("`sm_90` is not an AMD GPU architecture"), "{e}");
+    }
+
+    /// A stand-in `llvm-objdump` printing `listing`, to check the decode check without LLVM.
+    #[cfg(unix)]
+    fn fake_objdump(dir: &Path, listing: &str) -> PathBuf {
+        use std::os::unix::fs::PermissionsExt;
+        fs::create_dir_all(dir).unwrap();
+        let tool = dir.join("llvm-objdump-22");
+        fs::write(&tool, format!("#!/bin/sh\ncat <<'EOF'\n{listing}\nEOF\n")).unwrap();
+        fs::set_permissions(&tool, fs::Permissions::from_mode(0o755)).unwrap();
+        tool
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn an_undecodable_word_is_refused_naming_the_architecture() {
+        let dir = std::env::temp_dir().join(format!("offload-objdump-test-{}", std::process::id()));
+        let image = Path::new("/nonexistent.hsaco");
+        let good = fake_objdump(
+            &dir.join("good"),
+            "saxpy:\n\ts_load_b64 s[0:1], s[4:5], 0x0",
+        );
+        assert_eq!(check_decodes(&good, "gfx942", image), Ok(()));
+        let bad = fake_objdump(
+            &dir.join("bad"),
+            "saxpy:\n\ts_endpgm\n\t.long 0xd3b00000 // 000000001000: D3B00000\n\t.long 0x1",
+        );
+        let e = check_decodes(&bad, "gfx90a", image).unwrap_err();
+        assert!(
+            e.contains("holds 2 words that are no gfx90a instruction"),
+            "{e}"
+        );
+        assert!(e.contains("`.long 0xd3b00000"), "{e}");
+        assert_eq!(
+            objdump_beside(&dir.join("good").join("llc-22")),
+            Some(dir.join("good").join("llvm-objdump-22"))
+        );
+        assert_eq!(objdump_beside(&dir.join("llc-22")), None);
+        let _ = fs::remove_dir_all(&dir);
     }
 
     #[test]

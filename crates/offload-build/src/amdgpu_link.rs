@@ -8,7 +8,8 @@
 //!    its entry; the `shared!` arrays as LDS; the operations Rust cannot spell (`SUPPORT`).
 //! 3. `llvm-link` both, `opt` (internalize all but the kernels and the panic record, then the
 //!    O3 pipeline, whose AMDGPU attribute inference drops the hidden arguments kernels do not
-//!    use), `llc` (code object v5), `ld.lld --no-undefined -shared`.
+//!    use), FMA contraction flags for `#[offload::kernel(fma)]` kernels, `llc` (code object v5),
+//!    `ld.lld --no-undefined -shared`.
 
 use crate::kernel_abi::{Entry, ParamSlot};
 use std::ffi::OsStr;
@@ -29,9 +30,11 @@ pub struct Tools<'a> {
     pub opt: &'a Path,
     pub llc: &'a Path,
     pub lld: &'a Path,
-    /// Arguments before the linker's own (`-flavor gnu` for `rust-lld`).
-    pub lld_args: &'a [String],
 }
+
+/// The section of the entries of `#[offload::kernel(fma)]` kernels (offload-macros), as IR
+/// prints it on a `define` line.
+const FMA_SECTION: &str = " section \".offload.fma\"";
 
 /// Operations offload-kernel's `amdgpu` module declares, in IR: memory scopes, `s_barrier`, float
 /// atomics on flat addresses, half conversions and the dynamic LDS base.
@@ -86,7 +89,9 @@ declare void @llvm.amdgcn.s.barrier()
 declare void @llvm.amdgcn.wave.barrier()
 "#;
 
-/// The kernel entries of a module's text, in order of definition.
+/// The kernel entries of a module's text, in order of definition, then those rustc merged into
+/// another entry with the same code (an `alias` of it: generic instances whose code is the
+/// same on this target), which take the same parameters.
 pub fn entries(module: &str) -> Result<Vec<Entry>, String> {
     let mut found = Vec::new();
     for line in module.lines().filter(|l| l.starts_with("define ")) {
@@ -101,12 +106,44 @@ pub fn entries(module: &str) -> Result<Vec<Entry>, String> {
             .map_err(|e| format!("entry of kernel {kernel}: {e}"))?;
         found.push(Entry { kernel, params });
     }
+    for (kernel, target) in module.lines().filter_map(entry_alias) {
+        let params = found
+            .iter()
+            .find(|e| e.kernel == target)
+            .map(|e| e.params.clone())
+            .ok_or_else(|| {
+                format!("entry of kernel {kernel}: an alias of {target}, which is no entry")
+            })?;
+        found.push(Entry { kernel, params });
+    }
     Ok(found)
+}
+
+/// The kernel of an entry alias line (`@__offload_amdgpu_A = ... alias ..., ptr
+/// @__offload_amdgpu_B`) and the kernel whose entry it aliases.
+fn entry_alias(line: &str) -> Option<(String, String)> {
+    let (name, rest) = line.split_once(" = ")?;
+    if !rest.split_whitespace().any(|w| w == "alias") {
+        return None;
+    }
+    let unquote = |n: &str| {
+        n.trim()
+            .trim_start_matches('@')
+            .trim_matches('"')
+            .to_string()
+    };
+    let kernel = unquote(name).strip_prefix(ENTRY_PREFIX)?.to_string();
+    let target = unquote(rest.rsplit_once(" ptr ")?.1)
+        .strip_prefix(ENTRY_PREFIX)?
+        .to_string();
+    Some((kernel, target))
 }
 
 /// The kernel name and the parameter list of a `define` line of an entry.
 fn entry_signature(line: &str) -> Option<(String, &str)> {
-    let at = line.find(&format!("@{ENTRY_PREFIX}")).or_else(|| line.find(&format!("@\"{ENTRY_PREFIX}")))?;
+    let at = line
+        .find(&format!("@{ENTRY_PREFIX}"))
+        .or_else(|| line.find(&format!("@\"{ENTRY_PREFIX}")))?;
     let rest = &line[at + 1..];
     let (name, rest) = match rest.strip_prefix('"') {
         Some(quoted) => {
@@ -171,7 +208,12 @@ fn param_slot(param: &str, index: usize) -> Result<ParamSlot, String> {
         .map_err(|_| format!("parameter {index} (`{param}`) has an unreadable alignment"))?;
     let size = tokens
         .iter()
-        .find_map(|t| t.strip_prefix("dereferenceable(")?.strip_suffix(')')?.parse().ok())
+        .find_map(|t| {
+            t.strip_prefix("dereferenceable(")?
+                .strip_suffix(')')?
+                .parse()
+                .ok()
+        })
         .unwrap_or(0);
     let name = tokens
         .last()
@@ -215,8 +257,11 @@ fn shared_arrays(module: &str) -> String {
     defs.join("\n")
 }
 
-/// The `amdgpu_kernel` of one entry.
-fn kernel_wrapper(entry: &Entry) -> String {
+/// The `amdgpu_kernel` of one entry; in the FMA section when `fma` (its entry is). The entry is
+/// inlined into it whatever its size: left a function of its own, an entry that reaches dynamic
+/// LDS makes the backend give the kernel every hidden argument (non-kernel code finds the
+/// dynamic LDS size there), which liboffload would then have to fill.
+fn kernel_wrapper(entry: &Entry, fma: bool) -> String {
     let mut params = Vec::new();
     let mut body = String::new();
     let mut call_args = Vec::new();
@@ -242,16 +287,20 @@ fn kernel_wrapper(entry: &Entry) -> String {
     let pointers = vec!["ptr"; entry.params.len()].join(", ");
     format!(
         "declare void {callee}({pointers})\n\
-         define amdgpu_kernel void {}({}) {{\n{body}  call void {callee}({})\n  ret void\n}}\n",
+         define amdgpu_kernel void {}({}){} {{\n{body}  call void {callee}({}) alwaysinline\n  ret void\n}}\n",
         ir_global(&entry.kernel),
         params.join(", "),
+        if fma { FMA_SECTION } else { "" },
         call_args.join(", ")
     )
 }
 
 /// `name` as an IR local name (quoted unless plain).
 fn ir_name(name: &str, index: usize) -> String {
-    if name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '.') {
+    if name
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '.')
+    {
         name.to_string()
     } else {
         format!("arg{index}")
@@ -259,16 +308,58 @@ fn ir_name(name: &str, index: usize) -> String {
 }
 
 fn ir_global(name: &str) -> String {
-    if name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '.') {
+    if name
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '.')
+    {
         format!("@{name}")
     } else {
         format!("@\"{name}\"")
     }
 }
 
+/// The kernels of `module`'s text whose entries sit in the FMA section.
+fn fma_kernels(module: &str) -> Vec<String> {
+    module
+        .lines()
+        .filter(|l| l.starts_with("define ") && l.contains(FMA_SECTION))
+        .filter_map(|l| Some(entry_signature(l)?.0))
+        .collect()
+}
+
+/// `module`'s text with LLVM's `contract` flag on every float multiply, add and subtract of the
+/// functions in the FMA section (the kernels, with their entries and everything else inlined),
+/// which lets `llc` fuse them into FMAs; the section itself is dropped.
+fn contract_fma_kernels(module: &str) -> String {
+    let mut out = String::with_capacity(module.len());
+    let mut in_fma = false;
+    for line in module.lines() {
+        if line.starts_with("define ") {
+            in_fma = line.contains(FMA_SECTION);
+        }
+        let line = line.replace(FMA_SECTION, "");
+        let line = match ["fmul", "fadd", "fsub"].iter().find_map(|op| {
+            line.split_once(&format!(" = {op} "))
+                .map(|split| (op, split))
+        }) {
+            Some((op, (result, operands))) if in_fma && line.starts_with("  %") => {
+                format!("{result} = {op} contract {operands}")
+            }
+            _ => line,
+        };
+        out.push_str(&line);
+        out.push('\n');
+        if line.starts_with('}') {
+            in_fma = false;
+        }
+    }
+    out
+}
+
 /// The glue module for `module`'s text and its entries.
 fn glue(module: &str, entries: &[Entry]) -> String {
-    let mut out = String::from("; Written by offload-build: kernels, LDS and support for amdgcn.\n");
+    let mut out =
+        String::from("; Written by offload-build: kernels, LDS and support for amdgcn.\n");
     for line in module.lines().filter(|l| l.starts_with("target ")) {
         out.push_str(line);
         out.push('\n');
@@ -276,8 +367,9 @@ fn glue(module: &str, entries: &[Entry]) -> String {
     out.push_str(&shared_arrays(module));
     out.push('\n');
     out.push_str(SUPPORT);
+    let fma = fma_kernels(module);
     for e in entries {
-        out.push_str(&kernel_wrapper(e));
+        out.push_str(&kernel_wrapper(e, fma.contains(&e.kernel)));
     }
     out
 }
@@ -299,12 +391,14 @@ fn run(tool: &Path, args: &[&OsStr], what: &str) -> Result<(), String> {
     Ok(())
 }
 
-/// Links `bitcode` for `arch` into the code object `output`, with intermediate files in `work`.
-/// Returns the kernel entries it wrapped.
+/// Links `bitcode` for `arch` into the code object `output`, with intermediate files in `work`;
+/// `fma_contraction` lets every kernel's float arithmetic contract into FMAs
+/// (`Kernels::fma_contraction`). Returns the kernel entries it wrapped.
 pub fn link(
     tools: &Tools<'_>,
     bitcode: &Path,
     arch: &str,
+    fma_contraction: bool,
     work: &Path,
     output: &Path,
 ) -> Result<Vec<Entry>, String> {
@@ -313,7 +407,12 @@ pub fn link(
     let module_ll = file("kernels.ll");
     run(
         tools.llvm_link,
-        &[os("-S"), bitcode.as_os_str(), os("-o"), module_ll.as_os_str()],
+        &[
+            os("-S"),
+            bitcode.as_os_str(),
+            os("-o"),
+            module_ll.as_os_str(),
+        ],
         "reading the device bitcode",
     )?;
     let module = fs::read_to_string(&module_ll)
@@ -325,7 +424,12 @@ pub fn link(
     let linked = file("linked.bc");
     run(
         tools.llvm_link,
-        &[bitcode.as_os_str(), glue_ll.as_os_str(), os("-o"), linked.as_os_str()],
+        &[
+            bitcode.as_os_str(),
+            glue_ll.as_os_str(),
+            os("-o"),
+            linked.as_os_str(),
+        ],
         "llvm-link of the kernel wrappers",
     )?;
     let exports: Vec<&str> = entries
@@ -333,7 +437,7 @@ pub fn link(
         .map(|e| e.kernel.as_str())
         .chain(KEPT_GLOBALS)
         .collect();
-    let optimized = file("opt.bc");
+    let optimized = file("opt.ll");
     let mcpu = format!("-mcpu={arch}");
     let keep = format!("--internalize-public-api-list={}", exports.join(","));
     run(
@@ -344,11 +448,17 @@ pub fn link(
             os(&keep),
             os("-passes=internalize,default<O3>"),
             linked.as_os_str(),
+            os("-S"),
             os("-o"),
             optimized.as_os_str(),
         ],
         "opt",
     )?;
+    let contracted = file("contracted.ll");
+    let optimized_text = fs::read_to_string(&optimized)
+        .map_err(|e| format!("cannot read {}: {e}", optimized.display()))?;
+    fs::write(&contracted, contract_fma_kernels(&optimized_text))
+        .map_err(|e| format!("cannot write {}: {e}", contracted.display()))?;
     let object = file("kernels.o");
     run(
         tools.llc,
@@ -357,22 +467,29 @@ pub fn link(
             os("-mtriple=amdgcn-amd-amdhsa"),
             os(&mcpu),
             os("--amdhsa-code-object-version=5"),
+            os(if fma_contraction {
+                "-fp-contract=fast"
+            } else {
+                "-fp-contract=off"
+            }),
             os("-filetype=obj"),
-            optimized.as_os_str(),
+            contracted.as_os_str(),
             os("-o"),
             object.as_os_str(),
         ],
         "llc",
     )?;
-    let mut lld_args: Vec<&OsStr> = tools.lld_args.iter().map(OsStr::new).collect();
-    lld_args.extend([
-        os("--no-undefined"),
-        os("-shared"),
-        object.as_os_str(),
-        os("-o"),
-        output.as_os_str(),
-    ]);
-    run(tools.lld, &lld_args, "ld.lld")?;
+    run(
+        tools.lld,
+        &[
+            os("--no-undefined"),
+            os("-shared"),
+            object.as_os_str(),
+            os("-o"),
+            output.as_os_str(),
+        ],
+        "ld.lld",
+    )?;
     Ok(entries)
 }
 
@@ -397,6 +514,8 @@ define dso_local void @"__offload_amdgpu_odd"(ptr noalias noundef nonnull readon
 define internal void @helper(i32 %x) {
   ret void
 }
+@__offload_amdgpu_saxpy_again = unnamed_addr alias void (ptr, ptr, ptr), ptr @__offload_amdgpu_saxpy
+@other_alias = alias void (i32), ptr @helper
 "#;
 
     #[test]
@@ -418,7 +537,22 @@ define internal void @helper(i32 %x) {
                     kernel: "odd".into(),
                     params: vec![slot("unit", 0, 1), slot("arg1", 12, 4), slot("flag", 1, 1)],
                 },
+                // Merged by rustc into saxpy's entry: the same parameters.
+                Entry {
+                    kernel: "saxpy_again".into(),
+                    params: vec![slot("a", 4, 4), slot("x__ptr", 8, 8), slot("x__len", 8, 8)],
+                },
             ]
+        );
+    }
+
+    #[test]
+    fn an_alias_of_no_entry_is_refused() {
+        let e = entries("@__offload_amdgpu_k = alias void (), ptr @__offload_amdgpu_gone\n")
+            .unwrap_err();
+        assert!(
+            e.contains("entry of kernel k: an alias of gone, which is no entry"),
+            "{e}"
         );
     }
 
@@ -431,7 +565,10 @@ define internal void @helper(i32 %x) {
     #[test]
     fn a_value_parameter_is_refused() {
         let e = entries("define void @__offload_amdgpu_k(i32 %x) {\n").unwrap_err();
-        assert!(e.contains("entry of kernel k: parameter 0 is `i32 %x`"), "{e}");
+        assert!(
+            e.contains("entry of kernel k: parameter 0 is `i32 %x`"),
+            "{e}"
+        );
     }
 
     #[test]
@@ -452,7 +589,7 @@ define internal void @helper(i32 %x) {
              ptr addrspace(4) noundef byref([8 x i8]) align 8 %x__ptr, ptr addrspace(4) noundef \
              byref([8 x i8]) align 8 %x__len) {\n  %a.flat = addrspacecast ptr addrspace(4) %a to ptr\n"
         ));
-        assert!(g.contains("  call void @__offload_amdgpu_saxpy(ptr %a.flat, ptr %x__ptr.flat, ptr %x__len.flat)\n"));
+        assert!(g.contains("  call void @__offload_amdgpu_saxpy(ptr %a.flat, ptr %x__ptr.flat, ptr %x__len.flat) alwaysinline\n"));
         assert!(g.contains(
             "define amdgpu_kernel void @odd(ptr addrspace(4) noundef byref([12 x i8]) align 4 %arg1, \
              ptr addrspace(4) noundef byref([1 x i8]) align 1 %flag)"
@@ -461,5 +598,41 @@ define internal void @helper(i32 %x) {
             "call void @__offload_amdgpu_odd(ptr inttoptr (i64 1 to ptr), ptr %arg1.flat, ptr %flag.flat)"
         ));
         assert!(g.contains("define void @__offload_amdgpu_sync_threads() alwaysinline"));
+    }
+
+    #[test]
+    fn fma_kernels_get_contract_flags_and_lose_the_section() {
+        let module = "define void @__offload_amdgpu_fused(ptr align 4 dereferenceable(4) %a) unnamed_addr #0 section \".offload.fma\" {\n  ret void\n}\n\
+                      define void @__offload_amdgpu_plain(ptr align 4 dereferenceable(4) %a) unnamed_addr #0 {\n  ret void\n}\n";
+        assert_eq!(fma_kernels(module), ["fused"]);
+        let g = glue(module, &entries(module).unwrap());
+        assert!(g.contains(
+            "define amdgpu_kernel void @fused(ptr addrspace(4) noundef byref([4 x i8]) align 4 %a) section \".offload.fma\" {"
+        ));
+        assert!(g.contains(
+            "define amdgpu_kernel void @plain(ptr addrspace(4) noundef byref([4 x i8]) align 4 %a) {"
+        ));
+
+        let optimized = "define amdgpu_kernel void @fused(ptr %a) section \".offload.fma\" {\n\
+                         \x20 %m = fmul float %x, %y\n\
+                         \x20 %s = fadd nnan float %m, %z\n\
+                         \x20 %d = fsub <2 x float> %u, %v\n\
+                         \x20 %n = fneg float %s\n\
+                         }\n\
+                         define amdgpu_kernel void @plain(ptr %a) {\n\
+                         \x20 %m = fmul float %x, %y\n\
+                         }\n";
+        assert_eq!(
+            contract_fma_kernels(optimized),
+            "define amdgpu_kernel void @fused(ptr %a) {\n\
+             \x20 %m = fmul contract float %x, %y\n\
+             \x20 %s = fadd contract nnan float %m, %z\n\
+             \x20 %d = fsub contract <2 x float> %u, %v\n\
+             \x20 %n = fneg float %s\n\
+             }\n\
+             define amdgpu_kernel void @plain(ptr %a) {\n\
+             \x20 %m = fmul float %x, %y\n\
+             }\n"
+        );
     }
 }

@@ -72,7 +72,8 @@ pub fn sysroot(
         return Ok(sysroot);
     }
     let builder = dir.join("builder");
-    fs::create_dir_all(builder.join("src")).map_err(|e| format!("cannot create {}: {e}", builder.display()))?;
+    fs::create_dir_all(builder.join("src"))
+        .map_err(|e| format!("cannot create {}: {e}", builder.display()))?;
     let manifest = format!(
         "# Written by offload-build: builds core for {target} ({cpu}) into the sysroot beside it.\n\
          [package]\nname = \"offload-core\"\nversion = \"0.0.0\"\nedition = \"2021\"\n\n\
@@ -113,8 +114,10 @@ pub fn sysroot(
     let staging = dir.join(format!("sysroot.{}", std::process::id()));
     let staged_libs = staging.join("lib/rustlib").join(target).join("lib");
     let _ = fs::remove_dir_all(&staging);
-    fs::create_dir_all(&staged_libs).map_err(|e| format!("cannot create {}: {e}", staged_libs.display()))?;
-    let entries = fs::read_dir(&deps).map_err(|e| format!("cannot read {}: {e}", deps.display()))?;
+    fs::create_dir_all(&staged_libs)
+        .map_err(|e| format!("cannot create {}: {e}", staged_libs.display()))?;
+    let entries =
+        fs::read_dir(&deps).map_err(|e| format!("cannot read {}: {e}", deps.display()))?;
     let mut copied = 0;
     for entry in entries.flatten() {
         let name = entry.file_name();
@@ -126,7 +129,10 @@ pub fn sysroot(
         }
     }
     if copied == 0 {
-        return Err(format!("building core for {target} ({cpu}) left no rlib in {}", deps.display()));
+        return Err(format!(
+            "building core for {target} ({cpu}) left no rlib in {}",
+            deps.display()
+        ));
     }
     write(&staging.join("complete"), "")?;
     // Whoever renames first wins; the loser's copy is the same and goes away.

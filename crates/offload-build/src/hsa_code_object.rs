@@ -323,7 +323,10 @@ mod tests {
             section.resize(section.len().next_multiple_of(4), 0);
         }
         let found = notes(&section).unwrap();
-        assert_eq!(found, [(&b"AMDGPU"[..], 32, &b"abcde"[..]), (b"GNU", 3, b"")]);
+        assert_eq!(
+            found,
+            [(&b"AMDGPU"[..], 32, &b"abcde"[..]), (b"GNU", 3, b"")]
+        );
         assert!(notes(&section[..20]).is_err());
     }
 

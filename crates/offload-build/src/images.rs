@@ -1,7 +1,9 @@
 //! The device images a build produced, and the Rust expression that embeds them.
 
+use crate::image_record::SECTION;
 use std::fmt::Write as _;
-use std::path::PathBuf;
+use std::ops::Range;
+use std::path::{Path, PathBuf};
 
 /// What a device image file holds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -10,6 +12,8 @@ pub enum ImageKind {
     Cubin,
     /// PTX text, which the CUDA driver compiles for the GPU it finds.
     Ptx,
+    /// A SPIR-V module for OpenCL devices (`OFFLOAD_SPIRV=1`).
+    Spirv,
     /// An HSA code object (AMDGPU ELF) for one AMD GPU architecture.
     HsaCodeObject,
 }
@@ -19,17 +23,29 @@ impl ImageKind {
         match self {
             ImageKind::Cubin => "Cubin",
             ImageKind::Ptx => "Ptx",
+            ImageKind::Spirv => "Spirv",
             ImageKind::HsaCodeObject => "HsaCodeObject",
         }
     }
 
-    /// Where images of this kind come in `offload_images.rs`: ready machine code before PTX,
-    /// which the driver would have to compile.
+    /// Its name in an image record (`cargo offload images` prints it).
+    pub fn name(self) -> &'static str {
+        match self {
+            ImageKind::Cubin => "cubin",
+            ImageKind::Ptx => "ptx",
+            ImageKind::Spirv => "spirv",
+            ImageKind::HsaCodeObject => "hsaco",
+        }
+    }
+
+    /// Where images of this kind come in a crate's record and `offload_images.rs`: ready machine
+    /// code (cubins, HSA code objects) before what a driver compiles (PTX, then SPIR-V).
     pub(crate) fn order(self) -> u8 {
         match self {
             ImageKind::Cubin => 0,
             ImageKind::HsaCodeObject => 1,
             ImageKind::Ptx => 2,
+            ImageKind::Spirv => 3,
         }
     }
 }
@@ -38,7 +54,8 @@ impl ImageKind {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ImageFile {
     pub kind: ImageKind,
-    /// The GPU architecture it was built for, such as `sm_90` or `gfx942`.
+    /// The architecture it was built for, such as `sm_90` or `gfx942` (`spirv64-v1.4` for
+    /// SPIR-V).
     pub arch: String,
     /// Absolute path of the file.
     pub path: PathBuf,
@@ -77,30 +94,51 @@ pub fn entry_names(ptx: &str) -> Vec<String> {
     names
 }
 
-/// The contents of `offload_images.rs`: one `::offload::ImageSet` expression.
+/// Where one image lies in the crate's record.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PlacedImage {
+    pub kind: ImageKind,
+    pub arch: String,
+    /// Its bytes within the record.
+    pub range: Range<usize>,
+}
+
+/// The contents of `offload_images.rs`: one `::offload::ImageSet` expression whose images are
+/// slices of the record file `record` ([`image_record`](crate::image_record), `record_len`
+/// bytes), placed in the program's [`SECTION`] so that `cargo offload images` can read them
+/// back.
 ///
-/// Cubins and HSA code objects come first so that the runtime tries ready machine code before
-/// asking the driver to compile PTX.
-pub fn render(images: &[ImageFile], kernels: &[String], unavailable: Option<&str>) -> String {
-    let mut out = String::from("::offload::ImageSet {\n    images: &[\n");
-    let mut ordered: Vec<&ImageFile> = images.iter().collect();
-    ordered.sort_by_key(|i| i.kind.order());
-    for image in ordered {
-        let path = image
-            .path
-            .to_str()
-            .unwrap_or_else(|| panic!("offload-build: path {} is not UTF-8", image.path.display()));
-        // `{:?}` of a str is a valid Rust string literal, escapes included.
+/// Cubins and HSA code objects should come first ([`ImageKind::order`]), so that the runtime
+/// tries ready machine code before asking the driver to compile PTX (then SPIR-V).
+pub fn render(
+    record: &Path,
+    record_len: usize,
+    images: &[PlacedImage],
+    kernels: &[String],
+    unavailable: Option<&str>,
+) -> String {
+    let record = record
+        .to_str()
+        .unwrap_or_else(|| panic!("offload-build: path {} is not UTF-8", record.display()));
+    // `#[used]`: a crate whose kernels a program never launches still shows in its section.
+    // `{:?}` of a str is a valid Rust string literal, escapes included.
+    let mut out = format!(
+        "{{\n    #[used]\n    #[cfg_attr(target_os = \"linux\", unsafe(link_section = {SECTION:?}))]\n    \
+         static RECORD: [u8; {record_len}] = *include_bytes!({record:?});\n    \
+         ::offload::ImageSet {{\n        images: &[\n"
+    );
+    for image in images {
         writeln!(
             out,
-            "        ::offload::DeviceImage {{ format: ::offload::ImageFormat::{}, target: {:?}, bytes: include_bytes!({:?}) }},",
+            "            ::offload::DeviceImage {{ format: ::offload::ImageFormat::{}, target: {:?}, bytes: RECORD.split_at({}).1.split_at({}).0 }},",
             image.kind.variant(),
             image.arch,
-            path
+            image.range.start,
+            image.range.len()
         )
         .unwrap();
     }
-    out.push_str("    ],\n    kernels: &[");
+    out.push_str("        ],\n        kernels: &[");
     for (i, k) in kernels.iter().enumerate() {
         if i > 0 {
             out.push_str(", ");
@@ -109,10 +147,10 @@ pub fn render(images: &[ImageFile], kernels: &[String], unavailable: Option<&str
     }
     out.push_str("],\n");
     match unavailable {
-        Some(reason) => writeln!(out, "    unavailable: Some({reason:?}),").unwrap(),
-        None => out.push_str("    unavailable: None,\n"),
+        Some(reason) => writeln!(out, "        unavailable: Some({reason:?}),").unwrap(),
+        None => out.push_str("        unavailable: None,\n"),
     }
-    out.push_str("}\n");
+    out.push_str("    }\n}\n");
     out
 }
 
@@ -157,27 +195,39 @@ mod tests {
     }
 
     #[test]
-    fn render_puts_cubins_first_and_escapes() {
+    fn render_slices_the_record_and_escapes() {
         let images = vec![
-            ImageFile {
-                kind: ImageKind::Ptx,
-                arch: "sm_90".into(),
-                path: "/o/kernels.sm_90.ptx".into(),
-            },
-            ImageFile {
+            PlacedImage {
                 kind: ImageKind::Cubin,
                 arch: "sm_90".into(),
-                path: "/o \"q\"\\/kernels.sm_90.cubin".into(),
+                range: 120..4216,
+            },
+            PlacedImage {
+                kind: ImageKind::Ptx,
+                arch: "sm_90".into(),
+                range: 4216..4300,
             },
         ];
-        let text = render(&images, &["saxpy".into(), "stencil".into()], None);
-        let expected = r#"::offload::ImageSet {
-    images: &[
-        ::offload::DeviceImage { format: ::offload::ImageFormat::Cubin, target: "sm_90", bytes: include_bytes!("/o \"q\"\\/kernels.sm_90.cubin") },
-        ::offload::DeviceImage { format: ::offload::ImageFormat::Ptx, target: "sm_90", bytes: include_bytes!("/o/kernels.sm_90.ptx") },
-    ],
-    kernels: &["saxpy", "stencil"],
-    unavailable: None,
+        let kernels = ["saxpy".into(), "stencil".into()];
+        let text = render(
+            Path::new("/o \"q\"\\/images.bin"),
+            4300,
+            &images,
+            &kernels,
+            None,
+        );
+        let expected = r#"{
+    #[used]
+    #[cfg_attr(target_os = "linux", unsafe(link_section = ".offload_images"))]
+    static RECORD: [u8; 4300] = *include_bytes!("/o \"q\"\\/images.bin");
+    ::offload::ImageSet {
+        images: &[
+            ::offload::DeviceImage { format: ::offload::ImageFormat::Cubin, target: "sm_90", bytes: RECORD.split_at(120).1.split_at(4096).0 },
+            ::offload::DeviceImage { format: ::offload::ImageFormat::Ptx, target: "sm_90", bytes: RECORD.split_at(4216).1.split_at(84).0 },
+        ],
+        kernels: &["saxpy", "stencil"],
+        unavailable: None,
+    }
 }
 "#;
         assert_eq!(text, expected);
@@ -185,14 +235,14 @@ mod tests {
 
     #[test]
     fn render_unavailable() {
-        let text = render(&[], &[], Some("no \"rustc\" here"));
-        let expected = r#"::offload::ImageSet {
-    images: &[
-    ],
-    kernels: &[],
-    unavailable: Some("no \"rustc\" here"),
-}
-"#;
-        assert_eq!(text, expected);
+        let text = render(
+            Path::new("/o/images.bin"),
+            60,
+            &[],
+            &[],
+            Some("no \"rustc\" here"),
+        );
+        assert!(text.contains("static RECORD: [u8; 60] = *include_bytes!(\"/o/images.bin\");"));
+        assert!(text.contains("        images: &[\n        ],\n        kernels: &[],\n        unavailable: Some(\"no \\\"rustc\\\" here\"),\n"));
     }
 }

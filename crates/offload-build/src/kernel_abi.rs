@@ -275,7 +275,10 @@ mod tests {
         assert!(e.contains("takes 4 arguments, the launcher packs 5"), "{e}");
         check("gfx942", &object(good_args(), 36), &[entry()]).unwrap();
         let e = check("gfx942", &object(good_args(), 32), &[entry()]).unwrap_err();
-        assert!(e.contains("kernarg segment has 32 bytes, fewer than the 36"), "{e}");
+        assert!(
+            e.contains("kernarg segment has 32 bytes, fewer than the 36"),
+            "{e}"
+        );
         let e = check("gfx90a", &object(good_args(), 40), &[entry()]).unwrap_err();
         assert!(e.contains("names gfx942"), "{e}");
         let mut missing = entry();

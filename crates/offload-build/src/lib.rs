@@ -1,13 +1,15 @@
 //! The device pass of `offload`, run from the `main` of a crate's `build.rs`:
 //!
 //! ```no_run
-//! offload_build::Kernels::new("src/kernels.rs").build();
+//! // build.rs (and `offload-build` in [build-dependencies], `offload` in [dependencies])
+//! fn main() { offload_build::Kernels::new("src/kernels.rs").build(); }
 //! ```
 //!
 //! It compiles the kernels module for `nvptx64-nvidia-cuda` with a nested `cargo build` (against
-//! `core` from the user-wide cache of `core_cache`), links the bitcode into PTX with LLVM's tools, assembles a cubin when
-//! `ptxas` is around, builds an HSA code object for each AMD GPU architecture (`amdgpu`), and
-//! writes `$OUT_DIR/offload_images.rs`, which `offload::embed_images!()` includes. Without a
+//! `core` from the user-wide cache of `core_cache`), links the bitcode into PTX with LLVM's
+//! tools, assembles a cubin when `ptxas` is around, builds an HSA code object for each AMD GPU
+//! architecture (`amdgpu`) and, when asked, a SPIR-V image (`spirv`), and writes
+//! `$OUT_DIR/offload_images.rs`, which `offload::embed_images!()` includes. Without a
 //! device toolchain it warns once and writes an image set that sends every launch to the host
 //! backend; only a real compile error of the kernels (or an AMD kernel ABI mismatch) fails the
 //! build.
@@ -24,27 +26,40 @@
 //! - `OFFLOAD_LLVM_BIN`: directory with `llvm-link`, `opt` and `llc`.
 //! - `OFFLOAD_PTXAS`: the `ptxas` to use (`none`: no cubins); `OFFLOAD_REQUIRE_CUBIN=1`: fail
 //!   when there is no `ptxas`.
+//! - `OFFLOAD_SPIRV=1`: also build a SPIR-V image for OpenCL devices such as Intel GPUs (see
+//!   `spirv`); `OFFLOAD_SPIRV_CXX` the C++ compiler for its LLVM pass, `OFFLOAD_SPIRV_VAL` the
+//!   `spirv-val` that checks it.
+// The crate example is a whole build script, `fn main` included, as the README shows it.
+#![allow(clippy::needless_doctest_main)]
 
 mod amdgpu;
 mod amdgpu_link;
 mod child_env;
 mod core_cache;
 pub mod hsa_code_object;
+pub mod image_record;
 mod images;
+pub mod install_hints;
 pub mod kernel_abi;
 mod link_script;
 mod msgpack;
+mod spirv;
 mod toolchain;
 
 pub use amdgpu::DEFAULT_ARCHS as DEFAULT_AMDGPU_ARCHS;
-pub use images::{entry_names, render as render_images, ImageFile, ImageKind};
-pub use toolchain::{find_device_toolchain, DeviceToolchain};
+pub use images::{entry_names, render as render_images, ImageFile, ImageKind, PlacedImage};
+/// Reading and checking SPIR-V images (the kernel ABI check the device pass runs).
+pub mod spirv_image {
+    pub use crate::spirv::{check_kernel_abi, kernels, words, Param, SpirvKernel, Storage};
+}
+pub use toolchain::{find_device_toolchain, find_lld, find_ptxas, DeviceToolchain, ToolchainError};
 
 use std::env;
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use image_record::{ImageRecord, RecordImage};
 use toolchain::NVPTX_TARGET;
 
 /// Every variable the pass reads, besides what cargo sets.
@@ -57,10 +72,10 @@ const WATCHED_ENV: &[&str] = &[
     "OFFLOAD_LLVM_BIN",
     "OFFLOAD_PTXAS",
     "OFFLOAD_REQUIRE_CUBIN",
+    "OFFLOAD_SPIRV",
+    "OFFLOAD_SPIRV_CXX",
+    "OFFLOAD_SPIRV_VAL",
 ];
-
-const INSTALL_HINT: &str = "Install one: apt-get install rustc-web rust-web-src llvm-22 (Debian), \
-                            or rustup toolchain install nightly -c rust-src -c llvm-tools";
 
 /// Package name of the generated device crate; its PTX is named after it.
 const DEVICE_PACKAGE: &str = "offload-device-kernels";
@@ -76,6 +91,7 @@ pub struct Kernels {
     /// More source files compiled for the device, each as a module of its own.
     modules: Vec<PathBuf>,
     panic_reporting: bool,
+    fma_contraction: bool,
 }
 
 /// What [`Kernels::build`] produced.
@@ -101,6 +117,7 @@ impl Kernels {
             dependencies: Vec::new(),
             modules: Vec::new(),
             panic_reporting: true,
+            fma_contraction: false,
         }
     }
 
@@ -110,6 +127,15 @@ impl Kernels {
     /// launch; the `panic_overhead` benchmark measures what that is worth.
     pub fn panic_reporting(mut self, on: bool) -> Self {
         self.panic_reporting = on;
+        self
+    }
+
+    /// Whether the device may fuse float multiplies and adds into FMAs in every kernel of the
+    /// module, as nvcc does by default (off by default; `#[offload::kernel(fma)]` opts in one
+    /// kernel). An FMA rounds once where Rust rounds twice, so results may differ in the last
+    /// bits from the host backend's, which keeps Rust's arithmetic: compare them with a tolerance.
+    pub fn fma_contraction(mut self, on: bool) -> Self {
+        self.fma_contraction = on;
         self
     }
 
@@ -130,6 +156,7 @@ impl Kernels {
     /// the versions the host build uses.
     ///
     /// ```no_run
+    /// // build.rs
     /// offload_build::Kernels::new("src/kernels.rs")
     ///     .dependency("num-traits", r#"{ version = "0.2", default-features = false }"#)
     ///     .build();
@@ -237,9 +264,13 @@ impl Kernels {
         .unwrap_or_else(|e| panic!("offload-build: {e}"));
 
         let toolchain = if flag("OFFLOAD_DISABLE_DEVICE") {
-            Err("disabled by OFFLOAD_DISABLE_DEVICE".to_string())
+            Err((
+                "disabled by OFFLOAD_DISABLE_DEVICE".to_string(),
+                String::new(),
+            ))
         } else {
             find_device_toolchain()
+                .map_err(|e| (e.to_string(), format!(" Install: {}", e.install_hint())))
         };
         match toolchain {
             Ok(tc) => device_pass(
@@ -254,10 +285,10 @@ impl Kernels {
                     amdgpu: amdgpu_archs,
                 },
             ),
-            Err(reason) => {
+            Err((reason, fix)) => {
                 println!(
                     "cargo::warning=offload: no device toolchain ({reason}); kernels will run on \
-                     the host backend. {INSTALL_HINT}"
+                     the host backend.{fix}"
                 );
                 write_images(&out_dir, Vec::new(), Vec::new(), Some(reason))
             }
@@ -276,6 +307,11 @@ fn flag(name: &str) -> bool {
     env::var(name)
         .map(|v| !matches!(v.trim(), "" | "0" | "false"))
         .unwrap_or(false)
+}
+
+/// Whether `OFFLOAD_PTXAS` names a ptxas (rather than being unset or `none`).
+fn env_named_ptxas() -> bool {
+    env::var("OFFLOAD_PTXAS").is_ok_and(|p| !p.trim().is_empty() && p.trim() != "none")
 }
 
 /// `sm_<digits>` with an optional letter suffix (`sm_90a`, `sm_100f`): the value goes into flags
@@ -338,7 +374,7 @@ fn offload_sources(root: &Path) -> Vec<PathBuf> {
 
 /// Writes `contents` unless the file already holds exactly that, so unchanged inputs keep their
 /// modification times and cargo's fingerprints stay fresh.
-fn write_if_changed(path: &Path, contents: &[u8]) {
+pub(crate) fn write_if_changed(path: &Path, contents: &[u8]) {
     if fs::read(path).is_ok_and(|old| old == contents) {
         return;
     }
@@ -346,7 +382,7 @@ fn write_if_changed(path: &Path, contents: &[u8]) {
         .unwrap_or_else(|e| panic!("offload-build: cannot write {}: {e}", path.display()));
 }
 
-fn utf8(p: &Path) -> &str {
+pub(crate) fn utf8(p: &Path) -> &str {
     p.to_str()
         .unwrap_or_else(|| panic!("offload-build: path {} is not UTF-8", p.display()))
 }
@@ -448,6 +484,16 @@ fn device_lib_rs(kernels_file: &Path, modules: &[PathBuf]) -> String {
     )
 }
 
+/// Lets a generated linker script run.
+pub(crate) fn make_executable(path: &Path) {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        fs::set_permissions(path, fs::Permissions::from_mode(0o755))
+            .unwrap_or_else(|e| panic!("offload-build: cannot chmod {}: {e}", path.display()));
+    }
+}
+
 /// The first `Cargo.lock` at or above `dir`: the user's resolution, so the device build uses the
 /// same dependency versions and needs no registry access for them.
 fn outer_lockfile(dir: &Path) -> Option<PathBuf> {
@@ -502,14 +548,18 @@ fn device_pass(
         &linker,
         link_script::render(&tc.llvm_link, &tc.opt, &tc.llc).as_bytes(),
     );
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        fs::set_permissions(&linker, fs::Permissions::from_mode(0o755))
-            .unwrap_or_else(|e| panic!("offload-build: cannot chmod {}: {e}", linker.display()));
-    }
+    make_executable(&linker);
 
-    let ptxas = toolchain::find_ptxas();
+    let ptxas = match find_ptxas() {
+        Ok(p) => Some(p),
+        Err(why) => {
+            if env_named_ptxas() {
+                // A wrong path costs the cubin, not the build: the PTX still runs.
+                println!("cargo::warning=offload: {why}; no cubin is built");
+            }
+            None
+        }
+    };
     if ptxas.is_none() && flag("OFFLOAD_REQUIRE_CUBIN") {
         println!("cargo::warning=offload: OFFLOAD_REQUIRE_CUBIN is set but no ptxas was found");
         panic!(
@@ -523,11 +573,12 @@ fn device_pass(
         .unwrap_or_else(|e| panic!("offload-build: cannot create {}: {e}", images_dir.display()));
     let cargo = env::var_os("CARGO").map_or_else(|| PathBuf::from("cargo"), PathBuf::from);
     let mut images = Vec::new();
-    let panic_reporting = kernels.panic_reporting;
+    let (panic_reporting, fma_contraction) = (kernels.panic_reporting, kernels.fma_contraction);
     let mut kernels: Vec<String> = Vec::new();
-    for arch in &archs.cuda {
-        // `core` from the user-wide cache; without one (no cache directory, say), built here.
-        let sysroot = core_cache::sysroot(tc, &cargo, NVPTX_TARGET, arch)
+    // `core` from the user-wide cache, per architecture; without one (no cache directory, say),
+    // each device build builds it in its own target dir (`-Zbuild-std`).
+    let cached_core = |arch: &str| {
+        core_cache::sysroot(tc, &cargo, NVPTX_TARGET, arch)
             .map_err(|reason| {
                 println!(
                     "cargo::warning=offload: no cached core for {arch} ({}); building it for this \
@@ -535,22 +586,35 @@ fn device_pass(
                     reason.lines().next().unwrap_or_default()
                 )
             })
-            .ok();
+            .ok()
+    };
+    let build =
+        |rustflags: &str, extra_args: &[&str], target_dir: &Path, sysroot: Option<&Path>| {
+            // Without a cached `core`, the build compiles its own.
+            let build_std = sysroot.is_none().then_some("-Zbuild-std=core");
+            let args: Vec<&str> = build_std
+                .into_iter()
+                .chain(extra_args.iter().copied())
+                .collect();
+            build_device_crate(tc, &cargo, &gen, kernels_file, rustflags, &args, target_dir)
+        };
+    for arch in &archs.cuda {
+        let sysroot = cached_core(arch);
         let rustflags = device_rustflags(
             arch,
             &linker,
             manifest_dir,
             panic_reporting,
+            fma_contraction,
             sysroot.as_deref(),
         );
-        let built = build_device_crate(
-            tc,
-            &cargo,
-            &gen,
-            kernels_file,
-            arch,
+        // One target dir per architecture: the flags differ, and sharing one would rebuild the
+        // crates each time the architecture alternates.
+        let built = build(
             &rustflags,
-            sysroot.is_none(),
+            &[],
+            &gen.join("target").join(arch),
+            sysroot.as_deref(),
         );
         let ptx_bytes = fs::read(&built)
             .unwrap_or_else(|e| panic!("offload-build: cannot read {}: {e}", built.display()));
@@ -576,6 +640,34 @@ fn device_pass(
             path: ptx,
         });
     }
+    if flag("OFFLOAD_SPIRV") {
+        let arch = &archs.cuda[0];
+        let sysroot = cached_core(arch);
+        let spirv = spirv::SpirvBuild {
+            toolchain: tc,
+            gen: &gen,
+            images_dir: &images_dir,
+            cargo_build: &|rustflags, extra_args, target_dir| {
+                build(rustflags, extra_args, target_dir, sysroot.as_deref())
+            },
+            rustflags: &|linker: &Path| {
+                device_rustflags(
+                    arch,
+                    linker,
+                    manifest_dir,
+                    panic_reporting,
+                    fma_contraction,
+                    sysroot.as_deref(),
+                )
+            },
+        };
+        match spirv::build_image(&spirv, &kernels) {
+            Ok(image) => images.push(image),
+            Err(reason) => {
+                println!("cargo::warning=offload: no SPIR-V image: {reason}")
+            }
+        }
+    }
     let (amd_images, amd_kernels) = amdgpu::build(
         &amdgpu::Job {
             tc,
@@ -585,6 +677,7 @@ fn device_pass(
             manifest_dir,
             images_dir: &images_dir,
             panic_reporting,
+            fma_contraction,
         },
         &archs.amdgpu,
     );
@@ -603,6 +696,7 @@ fn device_rustflags(
     linker: &Path,
     manifest_dir: &Path,
     panic_reporting: bool,
+    fma_contraction: bool,
     sysroot: Option<&Path>,
 ) -> String {
     // Panic locations name files relative to the package (`src/kernels.rs`), not by the build
@@ -619,32 +713,33 @@ fn device_rustflags(
         // offload-kernel's panic handler then just ends the thread, with no record to check.
         flags.push_str("\x1f--cfg\x1foffload_panic_reporting_off");
     }
+    if fma_contraction {
+        // Read by the link script, which runs llc (a flag change also makes cargo relink).
+        flags.push_str("\x1f-Clink-arg=--fma-contraction");
+    }
     flags
 }
 
-/// Runs the nested `cargo build` for one architecture (building `core` too when `build_std`);
-/// returns the PTX it linked.
+/// Runs the nested `cargo build` with these flags, extra arguments and target dir; returns the
+/// image it linked.
 fn build_device_crate(
     tc: &DeviceToolchain,
     cargo: &Path,
     gen: &Path,
     kernels_file: &Path,
-    arch: &str,
     rustflags: &str,
-    build_std: bool,
+    extra_args: &[&str],
+    target_dir: &Path,
 ) -> PathBuf {
-    // One target dir per architecture: the flags differ, and sharing one would rebuild the
-    // crates each time the architecture alternates.
-    let target_dir = gen.join("target").join(arch);
     let mut cmd = Command::new(cargo);
     child_env::scrub(&mut cmd);
     cmd.current_dir(gen)
         .args(["build", "--release", "--quiet", "--target", NVPTX_TARGET])
-        .args(build_std.then_some("-Zbuild-std=core"))
         .arg("--manifest-path")
         .arg(gen.join("Cargo.toml"))
+        .args(extra_args)
         .arg("--target-dir")
-        .arg(&target_dir)
+        .arg(target_dir)
         .env("RUSTC", &tc.rustc)
         // -Zbuild-std and the nvptx features on whatever channel the device rustc is.
         .env("RUSTC_BOOTSTRAP", "1")
@@ -659,9 +754,10 @@ fn build_device_crate(
             println!("cargo::warning={line}");
         }
         panic!(
-            "offload-build: the kernels module {} failed to build for {arch} (device crate {}, rustc {}, {}):\n{}",
+            "offload-build: the kernels module {} failed to build (device crate {}, target dir {}, rustc {}, {}):\n{}",
             kernels_file.display(),
             gen.display(),
+            target_dir.display(),
             tc.rustc.display(),
             out.status,
             tail(&text, 60)
@@ -713,17 +809,63 @@ fn assemble(ptxas: &Path, arch: &str, ptx: &Path, cubin: &Path) {
     let _ = fs::remove_file(&tmp);
 }
 
+/// Writes the crate's image record (`$OUT_DIR/offload/images.bin`, cubins first) and the
+/// `offload_images.rs` that embeds it.
 fn write_images(
     out_dir: &Path,
     images: Vec<ImageFile>,
     kernels: Vec<String>,
     unavailable: Option<String>,
 ) -> Output {
-    let text = render_images(&images, &kernels, unavailable.as_deref());
-    let images_rs = out_dir.join("offload_images.rs");
-    write_if_changed(&images_rs, text.as_bytes());
+    // Ready machine code first, then what a driver compiles: cubins, HSA code objects, PTX, SPIR-V.
     let mut images = images;
     images.sort_by_key(|i| i.kind.order());
+    let contents: Vec<Vec<u8>> = images
+        .iter()
+        .map(|i| {
+            fs::read(&i.path)
+                .unwrap_or_else(|e| panic!("offload-build: cannot read {}: {e}", i.path.display()))
+        })
+        .collect();
+    let crate_name = env::var("CARGO_PKG_NAME").unwrap_or_default();
+    let record = ImageRecord {
+        crate_name: &crate_name,
+        kernels: kernels.iter().map(String::as_str).collect(),
+        images: images
+            .iter()
+            .zip(&contents)
+            .map(|(i, bytes)| RecordImage {
+                format: i.kind.name(),
+                target: &i.arch,
+                bytes,
+            })
+            .collect(),
+        unavailable: unavailable.as_deref(),
+    };
+    let (record, ranges) = record.encode();
+    let record_dir = out_dir.join("offload");
+    fs::create_dir_all(&record_dir)
+        .unwrap_or_else(|e| panic!("offload-build: cannot create {}: {e}", record_dir.display()));
+    let record_path = record_dir.join("images.bin");
+    write_if_changed(&record_path, &record);
+    let placed: Vec<PlacedImage> = images
+        .iter()
+        .zip(ranges)
+        .map(|(i, range)| PlacedImage {
+            kind: i.kind,
+            arch: i.arch.clone(),
+            range,
+        })
+        .collect();
+    let text = render_images(
+        &record_path,
+        record.len(),
+        &placed,
+        &kernels,
+        unavailable.as_deref(),
+    );
+    let images_rs = out_dir.join("offload_images.rs");
+    write_if_changed(&images_rs, text.as_bytes());
     Output {
         images_rs,
         images,
@@ -857,7 +999,16 @@ mod tests {
 
     #[test]
     fn panic_reporting_off_is_a_cfg_of_the_device_build() {
-        let flags = |on| device_rustflags("sm_90", Path::new("/g/link"), Path::new("/p"), on, None);
+        let flags = |on| {
+            device_rustflags(
+                "sm_90",
+                Path::new("/g/link"),
+                Path::new("/p"),
+                on,
+                false,
+                None,
+            )
+        };
         let on: Vec<String> = flags(true).split('\x1f').map(String::from).collect();
         assert_eq!(
             on,
@@ -877,8 +1028,25 @@ mod tests {
             Path::new("/g/link"),
             Path::new("/p"),
             true,
+            false,
             Some(Path::new("/c/sys")),
         );
         assert!(cached.ends_with("\x1f--sysroot=/c/sys"), "{cached:?}");
+    }
+
+    #[test]
+    fn fma_contraction_is_a_link_argument() {
+        let flags = |fma| {
+            device_rustflags(
+                "sm_90",
+                Path::new("/g/link"),
+                Path::new("/p"),
+                true,
+                fma,
+                None,
+            )
+        };
+        assert!(!flags(false).contains("fma"));
+        assert!(flags(true).ends_with("\x1f-Clink-arg=--fma-contraction"));
     }
 }

@@ -16,17 +16,25 @@
 use std::path::Path;
 
 /// Quotes `s` for a POSIX shell.
-fn sh_quote(s: &str) -> String {
+pub(crate) fn sh_quote(s: &str) -> String {
     format!("'{}'", s.replace('\'', r"'\''"))
 }
 
-fn path_str(p: &Path) -> &str {
+pub(crate) fn path_str(p: &Path) -> &str {
     p.to_str()
         .unwrap_or_else(|| panic!("offload-build: path {} is not UTF-8", p.display()))
 }
 
-/// The script's text, with the tools' absolute paths baked in.
+/// The script's text, with the tools' absolute paths baked in: rustc's bitcode to PTX.
 pub(crate) fn render(llvm_link: &Path, opt: &Path, llc: &Path) -> String {
+    let mut s = head(llvm_link, opt, llc);
+    s.push_str(LINK_OBJECTS);
+    s.push_str(PTX_TAIL);
+    s
+}
+
+/// The shebang, the tools and the argument parsing, shared by every target's script.
+pub(crate) fn head(llvm_link: &Path, opt: &Path, llc: &Path) -> String {
     let mut s = String::from("#!/bin/sh\n");
     s.push_str(
         "# Written by offload-build (regenerated on each build): stands in for llvm-bitcode-linker as\n\
@@ -36,11 +44,13 @@ pub(crate) fn render(llvm_link: &Path, opt: &Path, llc: &Path) -> String {
     s.push_str(&format!("LLVM_LINK={}\n", sh_quote(path_str(llvm_link))));
     s.push_str(&format!("OPT={}\n", sh_quote(path_str(opt))));
     s.push_str(&format!("LLC={}\n", sh_quote(path_str(llc))));
-    s.push_str(BODY);
     s
 }
 
-const BODY: &str = r#"
+/// Parses rustc's arguments and links its bitcode objects into `$work/objects.bc`; leaves the
+/// libraries as `$work/lib*.a`, the exports in `$exports`, the output in `$out`, the levels in
+/// `$olevel` and `$llc_olevel`, the CPU and features in `$cpu` and `$features`.
+pub(crate) const LINK_OBJECTS: &str = r#"
 if [ -n "${OFFLOAD_LINK_TRACE:-}" ]; then
     printf 'offload-link:' >&2
     printf ' [%s]' "$@" >&2
@@ -60,6 +70,7 @@ out=
 cpu=
 features=
 olevel=3
+fp_contract=off
 # The panic record and its host-flag pointer are looked up by name at run time: always keep them,
 # whether or not rustc lists a dependency's #[no_mangle] statics.
 exports=OFFLOAD_PANIC_RECORD,OFFLOAD_PANIC_FLAG_PTR
@@ -81,6 +92,8 @@ while [ $# -gt 0 ]; do
         -O0|-O1|-O2|-O3|-Os|-Oz) olevel=${1#-O}; shift ;;
         # "Keep debug info": rustc sends it whenever stripping is off; nothing to do.
         --debug) shift ;;
+        # offload-build's Kernels::fma_contraction(true), passed as a link argument.
+        --fma-contraction) fp_contract=fast; shift ;;
         -*) fail "unexpected argument $1" ;;
         *)
             n=$((n + 1))
@@ -97,6 +110,14 @@ set -- "$work"/obj*.o
 [ -e "$1" ] || fail "no bitcode objects given"
 "$LLVM_LINK" "$@" -o "$work/objects.bc" || fail "llvm-link failed"
 
+case $olevel in
+    s|z) llc_olevel=2 ;;
+    *) llc_olevel=$olevel ;;
+esac
+"#;
+
+/// Shared memory, libraries, optimisation and `llc` for nvptx64.
+const PTX_TAIL: &str = r#"
 # Shared memory. Rust cannot place a static in PTX's shared state space, so kernels declare
 # `extern` byte arrays named __offload_shared_* (offload::shared!), and this module defines each
 # in addrspace(3); llvm-link turns their uses into address-space casts. It also defines
@@ -123,16 +144,22 @@ else
     mv "$work/main.bc" "$work/linked.bc"
 fi
 
-case $olevel in
-    s|z) llc_olevel=2 ;;
-    *) llc_olevel=$olevel ;;
-esac
 # Everything but the exports becomes internal, so the optimizer can inline and drop it.
 # (opt rejects -O3 next to -passes, hence default<O3> in the pipeline.)
 "$OPT" "--internalize-public-api-list=$exports" "-passes=internalize,default<O$olevel>" \
-    "$work/linked.bc" -o "$work/opt.bc" || fail "opt failed"
+    "$work/linked.bc" -S -o "$work/opt.ll" || fail "opt failed"
+
+# Kernels marked #[offload::kernel(fma)] sit in section .offload.fma: their float multiplies,
+# adds and subtracts (with everything inlined into them) get LLVM's `contract` flag, which lets
+# llc fuse them into FMAs; the section itself is dropped.
+awk '
+    /^define / { fma = index($0, "section \".offload.fma\"") > 0 }
+    fma && /^  %[^ ]* = f(mul|add|sub) / { sub(/ = f(mul|add|sub) /, "& contract "); sub(/  contract /, " contract ") }
+    { sub(/ section "\.offload\.fma"/, ""); print }
+    /^}/ { fma = 0 }
+' "$work/opt.ll" > "$work/contracted.ll" || fail "awk failed"
 "$LLC" -mtriple=nvptx64-nvidia-cuda ${cpu:+"-mcpu=$cpu"} ${features:+"-mattr=$features"} \
-    "-O$llc_olevel" "$work/opt.bc" -o "$out" || fail "llc failed"
+    "-O$llc_olevel" "-fp-contract=$fp_contract" "$work/contracted.ll" -o "$out" || fail "llc failed"
 "#;
 
 #[cfg(test)]
@@ -209,8 +236,8 @@ mod tests {
                 "link -S W/objects.bc -o W/objects.ll",
                 "link W/objects.bc W/shared.ll -o W/main.bc",
                 "link --ignore-non-bitcode --only-needed W/main.bc W/lib1002.a -o W/linked.bc",
-                "opt --internalize-public-api-list=OFFLOAD_PANIC_RECORD,OFFLOAD_PANIC_FLAG_PTR,saxpy,stencil -passes=internalize,default<O3> W/linked.bc -o W/opt.bc",
-                &format!("llc -mtriple=nvptx64-nvidia-cuda -mcpu=sm_90 -O3 W/opt.bc -o {}", out.display()),
+                "opt --internalize-public-api-list=OFFLOAD_PANIC_RECORD,OFFLOAD_PANIC_FLAG_PTR,saxpy,stencil -passes=internalize,default<O3> W/linked.bc -S -o W/opt.ll",
+                &format!("llc -mtriple=nvptx64-nvidia-cuda -mcpu=sm_90 -O3 -fp-contract=off W/contracted.ll -o {}", out.display()),
             ]
         );
         // A target the script cannot handle is refused.

@@ -1,6 +1,7 @@
 //! Finding a device toolchain: a rustc that can build `core` for nvptx64 (it needs rust-src for
 //! `-Zbuild-std`), LLVM tools able to read its bitcode, and optionally `ptxas`.
 
+use crate::install_hints;
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -21,15 +22,57 @@ pub struct DeviceToolchain {
     pub version: String,
     /// Major version of the LLVM rustc was built with.
     pub llvm_major: u32,
+    /// Major version of the LLVM of `llvm-link`, `opt` and `llc` (at least `llvm_major`).
+    pub tools_llvm_major: u32,
     pub llvm_link: PathBuf,
     pub opt: PathBuf,
     pub llc: PathBuf,
 }
 
+/// Why there is no device toolchain.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ToolchainError {
+    /// No rustc that builds `core` for nvptx64: each candidate's reason.
+    Rustc(String),
+    /// A device rustc, but no LLVM tools at least as new as its LLVM.
+    LlvmTools {
+        rustc: PathBuf,
+        llvm_major: u32,
+        reason: String,
+    },
+}
+
+impl std::fmt::Display for ToolchainError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ToolchainError::Rustc(reason) | ToolchainError::LlvmTools { reason, .. } => {
+                f.write_str(reason)
+            }
+        }
+    }
+}
+
+impl std::error::Error for ToolchainError {}
+
+impl ToolchainError {
+    /// The command that installs the missing piece.
+    pub fn install_hint(&self) -> String {
+        match self {
+            ToolchainError::Rustc(_) => install_hints::DEVICE_RUSTC.to_string(),
+            ToolchainError::LlvmTools { llvm_major, .. } => install_hints::llvm_tools(*llvm_major),
+        }
+    }
+}
+
 /// Finds a device toolchain, or says why there is none.
-pub fn find_device_toolchain() -> Result<DeviceToolchain, String> {
-    let rustc = find_rustc()?;
-    let [llvm_link, opt, llc] = find_llvm_tools(&rustc)?;
+pub fn find_device_toolchain() -> Result<DeviceToolchain, ToolchainError> {
+    let rustc = find_rustc().map_err(ToolchainError::Rustc)?;
+    let ([llvm_link, opt, llc], tools_llvm_major) =
+        find_llvm_tools(&rustc).map_err(|reason| ToolchainError::LlvmTools {
+            rustc: rustc.path.clone(),
+            llvm_major: rustc.llvm_major,
+            reason,
+        })?;
     Ok(DeviceToolchain {
         origin: rustc.origin,
         rustc: rustc.path,
@@ -37,6 +80,7 @@ pub fn find_device_toolchain() -> Result<DeviceToolchain, String> {
         host: rustc.host,
         version: rustc.version,
         llvm_major: rustc.llvm_major,
+        tools_llvm_major,
         llvm_link,
         opt,
         llc,
@@ -171,8 +215,8 @@ fn check_rustc(path: &Path, origin: String) -> Result<Rustc, String> {
 const TOOLS: [&str; 3] = ["llvm-link", "opt", "llc"];
 
 /// `llvm-link`, `opt` and `llc` of one installation whose LLVM is at least as new as rustc's
-/// (an older LLVM cannot read newer bitcode).
-fn find_llvm_tools(rustc: &Rustc) -> Result<[PathBuf; 3], String> {
+/// (an older LLVM cannot read newer bitcode), and the oldest of their LLVM versions.
+fn find_llvm_tools(rustc: &Rustc) -> Result<([PathBuf; 3], u32), String> {
     let major = rustc.llvm_major;
     if let Some(dir) = env_nonempty("OFFLOAD_LLVM_BIN") {
         let dir = PathBuf::from(dir);
@@ -231,15 +275,16 @@ fn find_llvm_tools(rustc: &Rustc) -> Result<[PathBuf; 3], String> {
     })
 }
 
-/// Checks that each tool runs and its LLVM major is at least `major`.
-fn check_tools(tools: [PathBuf; 3], major: u32) -> Result<[PathBuf; 3], String> {
+/// Checks that each tool runs and its LLVM major is at least `major`; the oldest major found.
+fn check_tools(tools: [PathBuf; 3], major: u32) -> Result<([PathBuf; 3], u32), String> {
+    let mut oldest = u32::MAX;
     for tool in &tools {
         if !tool.is_file() {
             return Err(format!("{} not found", tool.display()));
         }
         let text = capture(Command::new(tool).arg("--version"))?;
         match parse_llvm_major(&text) {
-            Some(v) if v >= major => {}
+            Some(v) if v >= major => oldest = oldest.min(v),
             Some(v) => {
                 return Err(format!(
                     "{} is LLVM {v}, older than rustc's LLVM {major}",
@@ -249,7 +294,7 @@ fn check_tools(tools: [PathBuf; 3], major: u32) -> Result<[PathBuf; 3], String> 
             None => return Err(format!("no LLVM version in `{} --version`", tool.display())),
         }
     }
-    Ok(tools)
+    Ok((tools, oldest))
 }
 
 pub(crate) fn find_on_path(name: impl AsRef<OsStr>) -> Option<PathBuf> {
@@ -273,40 +318,59 @@ fn is_executable(p: &Path) -> bool {
     }
 }
 
-/// `ptxas`, if any: `OFFLOAD_PTXAS`, then PATH, then a CUDA install, then the `nvidia-cuda-nvcc`
-/// Python wheel. `OFFLOAD_PTXAS=none` turns cubin generation off.
-pub(crate) fn find_ptxas() -> Option<PathBuf> {
+/// `ld.lld` of LLVM `llvm_major` or newer (`ld.lld-N` on PATH, `/usr/lib/llvm-N/bin`), else plain
+/// `ld.lld` on PATH; else where it was looked for.
+pub fn find_lld(llvm_major: u32) -> Result<PathBuf, String> {
+    for n in llvm_major..=llvm_major + 4 {
+        if let Some(p) = find_on_path(format!("ld.lld-{n}")) {
+            return Ok(p);
+        }
+        let p = PathBuf::from(format!("/usr/lib/llvm-{n}/bin/ld.lld"));
+        if is_executable(&p) {
+            return Ok(p);
+        }
+    }
+    find_on_path("ld.lld").ok_or_else(|| {
+        format!(
+            "no ld.lld-{llvm_major}.. on PATH, none in /usr/lib/llvm-{llvm_major}/bin.., no ld.lld on PATH"
+        )
+    })
+}
+
+/// `ptxas`: `OFFLOAD_PTXAS`, then PATH, then a CUDA install, then the `nvidia-cuda-nvcc` Python
+/// wheel; else why there is none. `OFFLOAD_PTXAS=none` turns cubin generation off.
+pub fn find_ptxas() -> Result<PathBuf, String> {
     if let Some(p) = env_nonempty("OFFLOAD_PTXAS") {
         if p == "none" {
-            return None;
+            return Err("OFFLOAD_PTXAS=none".into());
         }
         let p = PathBuf::from(p);
         if !p.is_file() {
-            // A wrong path costs the cubin, not the build: the PTX still runs.
-            println!(
-                "cargo::warning=offload: OFFLOAD_PTXAS={} does not exist; no cubin is built",
-                p.display()
-            );
-            return None;
+            return Err(format!("OFFLOAD_PTXAS={} does not exist", p.display()));
         }
-        return Some(p);
+        return Ok(p);
     }
     if let Some(p) = find_on_path("ptxas") {
-        return Some(p);
+        return Ok(p);
     }
     let cuda = PathBuf::from("/usr/local/cuda/bin/ptxas");
     if cuda.is_file() {
-        return Some(cuda);
+        return Ok(cuda);
     }
+    let not_found = "not on PATH, not in /usr/local/cuda/bin, no nvidia-cuda-nvcc Python wheel";
+    let python = find_on_path("python3").ok_or(not_found)?;
     // The wheel may be a namespace package without __file__, so ask for __path__.
-    let python = find_on_path("python3")?;
     let dir = capture(Command::new(python).args([
         "-c",
         "import nvidia.cuda_nvcc as m; print(list(m.__path__)[0])",
     ]))
-    .ok()?;
+    .map_err(|_| not_found)?;
     let p = Path::new(dir.trim()).join("bin/ptxas");
-    p.is_file().then_some(p)
+    if p.is_file() {
+        Ok(p)
+    } else {
+        Err(format!("the nvidia-cuda-nvcc wheel has no {}", p.display()))
+    }
 }
 
 #[cfg(test)]

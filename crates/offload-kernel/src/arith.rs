@@ -7,7 +7,8 @@
 //! widening bf16 is a shift): widening is exact and narrowing rounds to nearest-even on both
 //! sides, so the bits are `half`'s (a NaN stays a NaN; its payload may differ, as for every PTX
 //! float operation). amdgcn uses LLVM's `fpext`/`fptrunc`, the same conversions (defined by
-//! offload-build's AMD link step). On the host these are `half`'s own operators.
+//! offload-build's AMD link step). On the host, and on SPIR-V (no conversion instruction for bf16
+//! there), these are `half`'s own conversions.
 
 use half::{bf16, f16};
 
@@ -67,7 +68,10 @@ macro_rules! through_f32 {
 }
 through_f32!(f16, bf16);
 
-#[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
+#[cfg(not(any(
+    all(target_arch = "nvptx64", not(feature = "spirv")),
+    target_arch = "amdgpu"
+)))]
 impl ThroughF32 for f16 {
     #[inline(always)]
     fn widen(self) -> f32 {
@@ -79,7 +83,10 @@ impl ThroughF32 for f16 {
     }
 }
 
-#[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
+#[cfg(not(any(
+    all(target_arch = "nvptx64", not(feature = "spirv")),
+    target_arch = "amdgpu"
+)))]
 impl ThroughF32 for bf16 {
     #[inline(always)]
     fn widen(self) -> f32 {
@@ -91,7 +98,7 @@ impl ThroughF32 for bf16 {
     }
 }
 
-#[cfg(target_arch = "nvptx64")]
+#[cfg(all(target_arch = "nvptx64", not(feature = "spirv")))]
 impl ThroughF32 for f16 {
     #[inline(always)]
     fn widen(self) -> f32 {
@@ -115,7 +122,7 @@ impl ThroughF32 for f16 {
     }
 }
 
-#[cfg(target_arch = "nvptx64")]
+#[cfg(all(target_arch = "nvptx64", not(feature = "spirv")))]
 impl ThroughF32 for bf16 {
     #[inline(always)]
     fn widen(self) -> f32 {

@@ -8,10 +8,10 @@
 //!
 //! All operations are *relaxed*, as CUDA's `atomicAdd` and friends: each is indivisible, but they
 //! order nothing else. Use a fence ([`crate::fence_device`]) to publish other writes. Integer operations are
-//! `core::sync::atomic`'s (PTX `atom.add`, `atom.min`… on the GPU); `f32`/`f64` addition is PTX
-//! `atom.add.f32`/`.f64` on NVIDIA GPUs, LLVM's `atomicrmw fadd` on AMD GPUs and a
-//! compare-exchange loop on the host, and `f32` min/max a compare-exchange loop on all sides
-//! (`f32::min`/`max` semantics: a NaN operand is ignored).
+//! `core::sync::atomic`'s (PTX `atom.add`, `atom.min`… on NVIDIA GPUs, SPIR-V `OpAtomic*` at
+//! device scope); `f32`/`f64` addition is PTX `atom.add.f32`/`.f64` on nvptx, LLVM's `atomicrmw
+//! fadd` on AMD GPUs and a compare-exchange loop on SPIR-V and the host, and `f32` min/max a
+//! compare-exchange loop everywhere (`f32::min`/`max` semantics: a NaN operand is ignored).
 
 use core::cell::UnsafeCell;
 use core::sync::atomic::{AtomicI32, AtomicI64, AtomicU32, AtomicU64, Ordering::Relaxed};
@@ -147,7 +147,7 @@ macro_rules! float_atomic {
             /// Adds `v` (IEEE addition, round to nearest) and returns the previous value.
             #[inline(always)]
             pub fn fetch_add(&self, v: $t) -> $t {
-                #[cfg(target_arch = "nvptx64")]
+                #[cfg(all(target_arch = "nvptx64", not(feature = "spirv")))]
                 {
                     let old: $bits;
                     // SAFETY: `self` is a valid, aligned, atomically accessed float; `atom`
@@ -169,7 +169,7 @@ macro_rules! float_atomic {
                 unsafe {
                     crate::amdgpu::$amdgpu_add(self.value.get(), v)
                 }
-                #[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
+                #[cfg(not(any(all(target_arch = "nvptx64", not(feature = "spirv")), target_arch = "amdgpu")))]
                 {
                     self.fetch_update(|old| old + v)
                 }
@@ -208,7 +208,8 @@ float_atomic!(
     reg32,
     __offload_amdgpu_atomic_add_f32
 );
-// f64 has no min/max, and the GPUs add with an instruction: only the host's addition loops.
+// f64 has no min/max, and nvptx and amdgcn add with an instruction: only the other targets'
+// addition loops.
 float_atomic!(
     f64,
     u64,
@@ -216,7 +217,7 @@ float_atomic!(
     "atom.add.f64",
     reg64,
     __offload_amdgpu_atomic_add_f64,
-    #[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
+    #[cfg(not(any(all(target_arch = "nvptx64", not(feature = "spirv")), target_arch = "amdgpu")))]
 );
 
 impl Atomic<f32> {

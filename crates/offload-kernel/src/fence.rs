@@ -4,12 +4,22 @@
 //! reader one between seeing the flag and reading the data).
 //!
 //! On amdgcn they are sequentially consistent fences of work-group, agent and system scope. On
-//! the host backend each is a sequentially consistent fence (`core::sync::atomic::fence`).
+//! SPIR-V each is OpenCL's `atomic_work_item_fence` at work-group, device and all-devices scope.
+//! On the host backend each is a sequentially consistent fence (`core::sync::atomic::fence`).
 
 /// Orders this thread's memory accesses for the threads of its block (PTX `membar.cta`).
 #[inline(always)]
 pub fn fence_block() {
-    #[cfg(target_arch = "nvptx64")]
+    #[cfg(all(target_arch = "nvptx64", feature = "spirv"))]
+    // SAFETY: a fence has no operands and no effect beyond memory ordering.
+    unsafe {
+        crate::spirv::atomic_work_item_fence(
+            crate::spirv::LOCAL_AND_GLOBAL_MEMORY,
+            crate::spirv::SEQ_CST,
+            crate::spirv::SCOPE_WORK_GROUP,
+        )
+    };
+    #[cfg(all(target_arch = "nvptx64", not(feature = "spirv")))]
     // SAFETY: a fence has no operands and no effect beyond memory ordering.
     unsafe {
         core::arch::asm!("membar.cta;", options(nostack))
@@ -26,7 +36,16 @@ pub fn fence_block() {
 /// Orders this thread's memory accesses for every thread of the device (PTX `membar.gl`).
 #[inline(always)]
 pub fn fence_device() {
-    #[cfg(target_arch = "nvptx64")]
+    #[cfg(all(target_arch = "nvptx64", feature = "spirv"))]
+    // SAFETY: a fence has no operands and no effect beyond memory ordering.
+    unsafe {
+        crate::spirv::atomic_work_item_fence(
+            crate::spirv::LOCAL_AND_GLOBAL_MEMORY,
+            crate::spirv::SEQ_CST,
+            crate::spirv::SCOPE_DEVICE,
+        )
+    };
+    #[cfg(all(target_arch = "nvptx64", not(feature = "spirv")))]
     // SAFETY: as in `fence_block`.
     unsafe {
         core::arch::asm!("membar.gl;", options(nostack))
@@ -43,7 +62,16 @@ pub fn fence_device() {
 /// Orders this thread's memory accesses for the device and the host (PTX `membar.sys`).
 #[inline(always)]
 pub fn fence_system() {
-    #[cfg(target_arch = "nvptx64")]
+    #[cfg(all(target_arch = "nvptx64", feature = "spirv"))]
+    // SAFETY: a fence has no operands and no effect beyond memory ordering.
+    unsafe {
+        crate::spirv::atomic_work_item_fence(
+            crate::spirv::LOCAL_AND_GLOBAL_MEMORY,
+            crate::spirv::SEQ_CST,
+            crate::spirv::SCOPE_ALL_DEVICES,
+        )
+    };
+    #[cfg(all(target_arch = "nvptx64", not(feature = "spirv")))]
     // SAFETY: as in `fence_block`.
     unsafe {
         core::arch::asm!("membar.sys;", options(nostack))

@@ -1,6 +1,7 @@
-//! Thread and block ids. On nvptx64 they are PTX special registers; on amdgcn the work-item and
-//! work-group ids, and extents from the launch's dispatch packet; on the host the host backend
-//! stores them in a thread-local before running each GPU thread.
+//! Thread and block ids. On nvptx64 they are PTX special registers, on SPIR-V OpenCL's work-item
+//! functions; on amdgcn the work-item and work-group ids, and extents from the launch's dispatch
+//! packet; on the host the host backend stores them in a thread-local before running each GPU
+//! thread.
 
 /// A 3D extent or position, as in CUDA's `dim3`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -59,7 +60,7 @@ impl From<[u32; 3]> for Dim3 {
     }
 }
 
-#[cfg(target_arch = "nvptx64")]
+#[cfg(all(target_arch = "nvptx64", not(feature = "spirv")))]
 mod arch {
     use super::Dim3;
     use core::arch::nvptx::*;
@@ -129,6 +130,36 @@ mod arch {
     pub fn grid_dim() -> Dim3 {
         let (items, group) = (amdgpu::grid_size(), amdgpu::workgroup_size());
         Dim3::new(items.x / group.x, items.y / group.y, items.z / group.z)
+    }
+}
+
+/// OpenCL's ids: local id = thread, group = block, local size = block size, groups = grid.
+#[cfg(all(target_arch = "nvptx64", feature = "spirv"))]
+mod arch {
+    use super::Dim3;
+    use crate::spirv;
+
+    #[inline(always)]
+    fn dim3(get: unsafe extern "C" fn(u32) -> usize) -> Dim3 {
+        // SAFETY: the work-item functions read built-in variables, for any dimension below 3.
+        unsafe { Dim3::new(get(0) as u32, get(1) as u32, get(2) as u32) }
+    }
+
+    #[inline(always)]
+    pub fn thread_idx() -> Dim3 {
+        dim3(spirv::get_local_id)
+    }
+    #[inline(always)]
+    pub fn block_idx() -> Dim3 {
+        dim3(spirv::get_group_id)
+    }
+    #[inline(always)]
+    pub fn block_dim() -> Dim3 {
+        dim3(spirv::get_local_size)
+    }
+    #[inline(always)]
+    pub fn grid_dim() -> Dim3 {
+        dim3(spirv::get_num_groups)
     }
 }
 

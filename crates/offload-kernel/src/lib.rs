@@ -2,13 +2,14 @@
 //!
 //! Everything here compiles for `nvptx64-nvidia-cuda` (reading PTX special registers), for
 //! `amdgcn-amd-amdhsa` (work-item ids, the dispatch packet, and a few operations offload-build's
-//! AMD link step defines: see `amdgpu`) and for the host (reading the thread context that the host
-//! backend sets before it runs each GPU thread), so one kernel body gives the same results on
-//! all of them.
+//! AMD link step defines: see `amdgpu`), for SPIR-V (the same nvptx64 build with the `spirv`
+//! feature, calling OpenCL built-ins instead; see `spirv`) and for the host (reading the thread
+//! context that the host backend sets before it runs each GPU thread), so one kernel body gives
+//! the same results on all of them.
 #![no_std]
 #![cfg_attr(
-    target_arch = "nvptx64",
-    feature(stdarch_nvptx, asm_experimental_arch, core_intrinsics)
+    all(target_arch = "nvptx64", not(feature = "spirv")),
+    feature(stdarch_nvptx, asm_experimental_arch)
 )]
 #![cfg_attr(
     target_arch = "amdgpu",
@@ -18,6 +19,7 @@
     any(target_arch = "nvptx64", target_arch = "amdgpu"),
     allow(internal_features)
 )]
+#![cfg_attr(target_arch = "nvptx64", feature(core_intrinsics))]
 
 #[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
 extern crate std;
@@ -25,24 +27,41 @@ extern crate std;
 #[cfg(target_arch = "amdgpu")]
 mod amdgpu;
 mod arith;
+mod async_copy;
 mod atomic;
+mod block_tiles;
 mod device_copy;
 mod fence;
+mod grid;
 #[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
 pub mod host_block;
 mod index;
 pub mod math;
+mod mine_with;
+pub mod mma;
 #[doc(hidden)]
 pub mod panic_record;
+mod scatter;
 mod shared;
+mod shared_atomic;
+#[cfg(all(target_arch = "nvptx64", not(feature = "spirv")))]
+mod shared_window;
+#[cfg(all(target_arch = "nvptx64", feature = "spirv"))]
+mod spirv;
 mod sync;
 mod thread_slice;
 mod warp;
 mod wide;
 
+pub use async_copy::{
+    commit_async_copies, copy_async_chunk, copy_async_chunk_unchecked, wait_async_copies,
+    ASYNC_CHUNK_BYTES,
+};
 pub use atomic::Atomic;
+pub use block_tiles::{BlockTileIter, BlockTiles, Tile, TileMineIter};
 pub use device_copy::DeviceCopy;
 pub use fence::{fence_block, fence_device, fence_system};
+pub use grid::{Grid2, Grid3, Window2, Window3};
 /// The `half` crate (`f16`, `bf16`), whose types are `DeviceCopy`: kernels can use it as
 /// `offload::half` without a dependency of their own.
 pub use half;
@@ -52,6 +71,8 @@ pub use index::{
     block_dim, block_idx, global_id, global_threads, grid_dim, grid_stride, thread_idx, Dim3,
     GridStride,
 };
+pub use mine_with::MineWith;
+pub use scatter::{Scatter, ScatterIndex, Scattered};
 pub use shared::{dynamic_shared, SharedSlice, SHARED_ALIGN};
 pub use sync::sync_threads;
 pub use thread_slice::{MineIter, ThreadSlice};
@@ -60,7 +81,7 @@ pub use warp::{
     warp_id, warp_max, warp_min, warp_reduce, warp_size, warp_sum, WarpSum, WarpValue,
     MAX_WARP_SIZE,
 };
-pub use wide::{WideElement, WIDE_BYTES};
+pub use wide::{WideElement, WideSlice, WIDE_BYTES};
 
 /// The host backend's allocation behind one `shared!` site (used by the macro).
 #[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
@@ -69,16 +90,20 @@ pub fn __host_static_shared(site: &'static u8, bytes: usize) -> *mut u8 {
     host_block::static_shared(site, bytes)
 }
 
-/// Rebuild a read-only slice parameter from the (pointer, length) pair of the device ABI.
+/// The read-only slice behind a kernel's `(pointer, length)` parameter pair, null for no bytes
+/// (the device entry receives the pointer as `Option<&[T; 0]>`, which carries `noalias readonly`).
 ///
 /// # Safety
-/// For `len > 0`, `ptr..ptr+len` must be valid, initialised and unchanged for `'a`.
+/// For `len > 0` and a non-zero-sized `T`, `len` elements from `ptr` must be valid, initialised
+/// and unchanged for the returned lifetime.
 #[doc(hidden)]
 #[inline(always)]
-pub unsafe fn slice_from_raw<'a, T>(ptr: *const T, len: usize) -> &'a [T] {
-    if len == 0 {
-        &[]
-    } else {
-        core::slice::from_raw_parts(ptr, len)
-    }
+pub unsafe fn entry_slice<'a, T>(ptr: *const T, len: usize) -> &'a [T] {
+    // Null becomes the dangling address `align_of::<T>()`, which a slice of no bytes may have.
+    // It is computed from the pointer itself, not chosen between it and a constant, so that the
+    // compiler still sees every load as based on the `noalias readonly` parameter, the
+    // condition for the non-coherent cache.
+    let ptr = ptr.map_addr(|a| a | ((a == 0) as usize * core::mem::align_of::<T>()));
+    // SAFETY: per the contract; with no bytes to read, any non-null aligned pointer will do.
+    unsafe { core::slice::from_raw_parts(ptr, len) }
 }

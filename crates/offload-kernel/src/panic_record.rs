@@ -78,7 +78,10 @@ impl core::fmt::Display for PanicRecord {
     }
 }
 
-#[cfg(all(any(target_arch = "nvptx64", target_arch = "amdgpu"), not(offload_panic_reporting_off)))]
+#[cfg(all(
+    any(target_arch = "nvptx64", target_arch = "amdgpu"),
+    not(offload_panic_reporting_off)
+))]
 mod device {
     use super::*;
     use core::ptr::{addr_of_mut, copy_nonoverlapping};
@@ -134,16 +137,27 @@ mod device {
 
 /// Images built with panic reporting off (`offload_build::Kernels::panic_reporting(false)`): no
 /// record, nothing for the runtime to check; a panicking thread just ends, unreported.
-#[cfg(all(any(target_arch = "nvptx64", target_arch = "amdgpu"), offload_panic_reporting_off))]
+#[cfg(all(
+    any(target_arch = "nvptx64", target_arch = "amdgpu"),
+    offload_panic_reporting_off
+))]
 mod device {
     pub fn record_panic(_: &core::panic::PanicInfo<'_>) -> ! {
         super::end_thread()
     }
 }
 
+/// Ends the calling GPU thread: the work-item returns from the kernel (the device pass turns the
+/// marker into returns).
+#[cfg(all(target_arch = "nvptx64", feature = "spirv"))]
+fn end_thread() -> ! {
+    // SAFETY: the marker ends the work-item; nothing after it runs.
+    unsafe { crate::spirv::__offload_spirv_end_thread() }
+}
+
 /// Ends the calling GPU thread. `exit`, not `trap`: a trap kills the CUDA context, this ends
 /// only this thread.
-#[cfg(target_arch = "nvptx64")]
+#[cfg(all(target_arch = "nvptx64", not(feature = "spirv")))]
 fn end_thread() -> ! {
     // SAFETY: `exit` ends the thread; nothing after it runs.
     unsafe { core::arch::asm!("exit;", options(noreturn)) }

@@ -7,7 +7,8 @@
 //! construction: each thread writes its own slot ([`SharedSlice::write_mine`], safe), the block
 //! synchronises, then threads read any slot, and synchronise again before the next writes.
 //! Contents are undefined when a block starts (zeroed on the host backend): read only what the
-//! block wrote.
+//! block wrote. [`shared_atomic!`](crate::shared_atomic) arrays need none of this: every access
+//! is atomic, so safe.
 
 use core::marker::PhantomData;
 
@@ -89,7 +90,7 @@ impl<T: Copy> SharedSlice<T> {
     }
 }
 
-/// The launch's dynamic shared memory (`Launch::shared_mem(bytes)`, `offload!`'s `dyn_cache`) as
+/// The launch's dynamic shared memory (`Launch::dynamic_shared(bytes)`, `offload!`'s `dyn_cache`) as
 /// elements of `T`: `bytes / size_of::<T>()` of them, 16-byte aligned. Empty when the launch
 /// asked for none.
 #[inline(always)]
@@ -104,7 +105,20 @@ pub fn dynamic_shared<T: Copy>() -> SharedSlice<T> {
     unsafe { SharedSlice::from_raw(ptr as *mut T, len) }
 }
 
-#[cfg(target_arch = "nvptx64")]
+#[cfg(all(target_arch = "nvptx64", feature = "spirv"))]
+#[inline(always)]
+fn dynamic_shared_bytes() -> (*mut u8, usize) {
+    // SAFETY: markers the device pass replaces by the kernel's hidden local-memory argument and
+    // its size.
+    unsafe {
+        (
+            crate::spirv::__offload_spirv_dynamic_shared(),
+            crate::spirv::__offload_spirv_dynamic_shared_bytes(),
+        )
+    }
+}
+
+#[cfg(all(target_arch = "nvptx64", not(feature = "spirv")))]
 #[inline(always)]
 fn dynamic_shared_bytes() -> (*mut u8, usize) {
     extern "C" {

@@ -8,10 +8,17 @@
 /// threads that returned are not waited for. The host backend behaves the same way (checked by
 /// the `barrier_after_early_return` example on both). On amdgcn it is `s_barrier` between a
 /// work-group-scope release and acquire fence (as HIP's `__syncthreads`); `s_barrier` counts
-/// wavefronts, and a wavefront whose lanes all returned no longer takes part.
+/// wavefronts, and a wavefront whose lanes all returned no longer takes part. On SPIR-V it is
+/// OpenCL's work-group `barrier`, which OpenCL defines only when every work-item of the group
+/// reaches it.
 #[inline(always)]
 pub fn sync_threads() {
-    #[cfg(target_arch = "nvptx64")]
+    #[cfg(all(target_arch = "nvptx64", feature = "spirv"))]
+    // SAFETY: a work-group barrier with fences on local and global memory; no operands.
+    unsafe {
+        crate::spirv::barrier(crate::spirv::LOCAL_AND_GLOBAL_MEMORY)
+    };
+    #[cfg(all(target_arch = "nvptx64", not(feature = "spirv")))]
     // SAFETY: a barrier has no operands and touches no Rust-visible state; memory is not
     // declared untouched, so the compiler keeps loads and stores on their side of it.
     unsafe {

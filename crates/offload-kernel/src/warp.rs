@@ -21,7 +21,17 @@
 //! Offsets and lane numbers are taken modulo the warp size, as PTX takes them modulo 32. Values
 //! are `i32`, `u32`, `f32` (one 32-bit shuffle), `i64`, `u64` or `f64` (two). Code that sizes
 //! per-warp storage uses [`MAX_WARP_SIZE`]; code that walks lanes uses [`warp_size`].
+//!
+//! # SPIR-V (Intel GPUs)
+//! A warp is an OpenCL sub-group. Intel GPUs run sub-groups of 8, 16 or 32 work-items; offload's
+//! SPIR-V warps are 32 wide, so the device pass requires sub-groups of 32 for every kernel that
+//! uses a warp operation (`intel_reqd_sub_group_size(32)`, SPIR-V `SubgroupSize 32`), and a
+//! device without that size refuses the image. Lanes and warps are then the sub-group local id
+//! and the sub-group id; shuffles, ballots and `sync_warp` are the sub-group built-ins of
+//! `cl_khr_subgroup_shuffle`, `cl_khr_subgroup_non_uniform_arithmetic` and a sub-group
+//! `OpControlBarrier`, which leave out work-items that returned, as PTX does.
 
+#[cfg(not(all(target_arch = "nvptx64", feature = "spirv")))]
 use crate::index::{block_dim, thread_idx};
 
 /// Which lane a shuffle reads: PTX `shfl.sync`'s `idx`, `up`, `down` and `bfly`.
@@ -37,7 +47,7 @@ enum Mode {
 /// storage whatever the device. [`ballot`]'s mask has this many bits.
 pub const MAX_WARP_SIZE: u32 = 64;
 
-/// Threads per warp where the kernel runs: 32 on NVIDIA GPUs, the wavefront size on AMD GPUs
+/// Threads per warp where the kernel runs: 32 on NVIDIA GPUs and SPIR-V, the wavefront size on AMD GPUs
 /// (64 on gfx90a and gfx942, 32 on gfx1100), and on the host backend 32 unless
 /// `OFFLOAD_HOST_WARP_SIZE=64` asks for AMD's width. A power of two.
 #[inline(always)]
@@ -48,18 +58,26 @@ pub fn warp_size() -> u32 {
 /// This thread's lane in its warp: its linear index in the block, modulo [`warp_size`].
 #[inline(always)]
 pub fn lane_id() -> u32 {
-    linear_thread() & (warp_size() - 1)
+    #[cfg(all(target_arch = "nvptx64", feature = "spirv"))]
+    // SAFETY: reads a built-in variable.
+    return unsafe { crate::spirv::get_sub_group_local_id() };
+    #[cfg(not(all(target_arch = "nvptx64", feature = "spirv")))]
+    return linear_thread() & (warp_size() - 1);
 }
 
 /// This thread's warp in its block: its linear index in the block, divided by [`warp_size`].
 #[inline(always)]
 pub fn warp_id() -> u32 {
-    linear_thread() / warp_size()
+    #[cfg(all(target_arch = "nvptx64", feature = "spirv"))]
+    // SAFETY: reads a built-in variable.
+    return unsafe { crate::spirv::get_sub_group_id() };
+    #[cfg(not(all(target_arch = "nvptx64", feature = "spirv")))]
+    return linear_thread() / warp_size();
 }
 
 /// The lane that `mode` with operand `b` reads for `lane` in a warp of `size` lanes, as PTX
 /// `shfl.sync` computes it for a whole-warp width; `None` where the lane keeps its own value.
-#[cfg_attr(target_arch = "nvptx64", allow(dead_code))]
+#[cfg(not(all(target_arch = "nvptx64", not(feature = "spirv"))))]
 #[inline(always)]
 fn source_lane(mode: Mode, lane: u32, b: u32, size: u32) -> Option<u32> {
     let b = b & (size - 1);
@@ -71,6 +89,7 @@ fn source_lane(mode: Mode, lane: u32, b: u32, size: u32) -> Option<u32> {
     }
 }
 
+#[cfg(not(all(target_arch = "nvptx64", feature = "spirv")))]
 #[inline(always)]
 fn linear_thread() -> u32 {
     thread_idx().linear_in(block_dim()) as u32
@@ -241,7 +260,60 @@ macro_rules! warp_sum {
 
 warp_sum!(wrapping: i32, u32, i64, u64; ieee: f32, f64);
 
-#[cfg(target_arch = "nvptx64")]
+#[cfg(all(target_arch = "nvptx64", feature = "spirv"))]
+mod arch {
+    use super::{lane_id, Mode, WarpValue};
+    use crate::spirv;
+
+    const WARP_SIZE: u32 = 32;
+
+    #[inline(always)]
+    pub(super) fn warp_size() -> u32 {
+        WARP_SIZE
+    }
+
+    #[inline(always)]
+    pub(super) fn shuffle<T: WarpValue>(v: T, mode: Mode, b: u32) -> T {
+        let lane = lane_id();
+        // Every lane shuffles (the operation is collective); one whose source is out of range
+        // reads its own value and keeps it.
+        let source = super::source_lane(mode, lane, b, WARP_SIZE);
+        let from = source.unwrap_or(lane);
+        let word = v.to_word();
+        // SAFETY: sub-group shuffles of plain integers; any lane index is allowed (an inactive
+        // or missing one gives an unspecified value, as documented).
+        let read = unsafe {
+            if T::WIDE {
+                spirv::sub_group_shuffle_u64(word, from)
+            } else {
+                spirv::sub_group_shuffle_u32(word as u32, from) as u64
+            }
+        };
+        T::from_word(if source.is_some() { read } else { word })
+    }
+
+    #[inline(always)]
+    pub(super) fn ballot(predicate: bool) -> u64 {
+        // Lanes hold distinct bits, so the OR over the lanes that take part is the ballot.
+        // SAFETY: a sub-group reduction over the active work-items.
+        unsafe { spirv::sub_group_non_uniform_reduce_or((predicate as u32) << lane_id()) as u64 }
+    }
+
+    #[inline(always)]
+    pub(super) fn sync_warp() {
+        // SAFETY: a sub-group barrier; memory is not declared untouched, so accesses stay on
+        // their side.
+        unsafe {
+            spirv::control_barrier(
+                spirv::SPIRV_SCOPE_SUBGROUP,
+                spirv::SPIRV_SCOPE_SUBGROUP,
+                spirv::SPIRV_SUBGROUP_BARRIER_SEMANTICS,
+            )
+        }
+    }
+}
+
+#[cfg(all(target_arch = "nvptx64", not(feature = "spirv")))]
 mod arch {
     use super::{linear_thread, Mode, WarpValue};
     use crate::index::block_dim;

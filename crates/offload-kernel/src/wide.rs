@@ -2,16 +2,21 @@
 //!
 //! A slice parameter carries no alignment, so a plain loop over it loads and stores one element
 //! at a time (4 bytes for `f32`, 2 for `f16`), well below what the memory system delivers.
-//! [`ThreadSlice::update_mine_wide`] splits the output into its 16-byte-aligned chunks and the
+//! [`WideSlice::update_mine_wide`] splits the output into its 16-byte-aligned chunks and the
 //! unaligned elements at either end, and reads each chunk of the input with one 16-byte load
 //! when the input is aligned like the output (otherwise the whole launch goes element by
 //! element). Chunks and end elements are both handed out grid-stride, so, as with
 //! [`ThreadSlice::iter_mine`], every element is updated exactly once whatever the launch shape,
 //! and since each element goes through the same function either way the results do not depend on
 //! the shape, on the alignment, or on the backend.
+//!
+//! Chunks give threads other elements than `iter_mine` does, so one parameter must not be
+//! updated both ways in a launch. The `#[wide]` kernel-parameter attribute makes that a type rule:
+//! the body sees the output as a [`WideSlice`], which has no other way in.
 
 use crate::index::{global_id, global_threads};
 use crate::thread_slice::ThreadSlice;
+use core::marker::PhantomData;
 use core::mem::{align_of, size_of};
 use half::{bf16, f16};
 
@@ -28,7 +33,7 @@ mod sealed {
     pub trait Sealed {}
 }
 
-/// Element types that [`ThreadSlice::update_mine_wide`] moves 16 bytes at a time: the
+/// Element types that [`WideSlice::update_mine_wide`] moves 16 bytes at a time: the
 /// primitive integers and floats up to 8 bytes, `f16` and `bf16`. (Sealed: the library relies on
 /// each type's chunk being exactly `16 / size_of::<Self>()` elements without padding.)
 pub trait WideElement: Copy + sealed::Sealed {
@@ -101,7 +106,57 @@ impl Cut {
     }
 }
 
-impl<'a, T: WideElement> ThreadSlice<'a, T> {
+/// A kernel's `#[wide] out: &mut [T]` parameter as the body sees it: an output updated 16 bytes
+/// per access by [`update_mine_wide`](Self::update_mine_wide), whose ownership of chunks is the
+/// only one the launch uses for this parameter (so no thread writes an element that another
+/// thread reaches by a different rule).
+pub struct WideSlice<'a, T> {
+    ptr: *mut T,
+    len: usize,
+    _borrow: PhantomData<&'a mut [T]>,
+}
+
+impl<'a, T> WideSlice<'a, T> {
+    /// Wrap the output memory of one launch.
+    ///
+    /// # Safety
+    /// `ptr..ptr+len` must be valid for reads and writes for `'a`, and every thread of the
+    /// launch must reach this memory through a `WideSlice` of the same range only (the `#[wide]`
+    /// attribute does this).
+    #[inline(always)]
+    pub unsafe fn from_raw_parts(ptr: *mut T, len: usize) -> Self {
+        WideSlice {
+            ptr,
+            len,
+            _borrow: PhantomData,
+        }
+    }
+
+    /// The kernel parameter `slice`, consumed before the body runs.
+    ///
+    /// # Safety
+    /// `slice` must be a whole kernel parameter that no thread has used: the body must reach its
+    /// memory through this `WideSlice` only.
+    #[doc(hidden)]
+    #[inline(always)]
+    pub unsafe fn from_thread_slice(mut slice: ThreadSlice<'a, T>) -> Self {
+        // SAFETY: the slice's memory, valid for 'a; the caller vouches for the rest.
+        unsafe { Self::from_raw_parts(slice.as_mut_ptr(), slice.len()) }
+    }
+
+    /// Length of the whole slice (all threads' elements).
+    #[inline(always)]
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    #[inline(always)]
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+}
+
+impl<'a, T: WideElement> WideSlice<'a, T> {
     /// `self[i] = f(self[i], input[i])` for every element `i` this thread owns, reading and
     /// writing 16 bytes at a time: the 16-byte-aligned chunks of the output, and the unaligned
     /// elements before and after them, are each shared out grid-stride among the threads, so
@@ -113,7 +168,7 @@ impl<'a, T: WideElement> ThreadSlice<'a, T> {
     ///
     /// # Panics
     /// If `input` is shorter than the output: the threads that own output elements past its end
-    /// panic with an index out of bounds, as the plain loop over [`iter_mine`](Self::iter_mine)
+    /// panic with an index out of bounds, as the plain loop over [`ThreadSlice::iter_mine`]
     /// would, at the caller's location.
     #[inline(always)]
     #[track_caller]
@@ -126,7 +181,7 @@ impl<'a, T: WideElement> ThreadSlice<'a, T> {
         };
         let len = self.len();
         let paired = len.min(input.len());
-        let out = self.as_mut_ptr();
+        let out = self.ptr;
         let cut = Cut::of(
             out as usize,
             input.as_ptr() as usize,
@@ -207,7 +262,7 @@ mod tests {
             };
             with_thread(ctx, || {
                 // SAFETY: y is borrowed mutably for the call, and the threads run one by one.
-                let mut out = unsafe { ThreadSlice::from_raw_parts(y.as_mut_ptr(), y.len()) };
+                let mut out = unsafe { WideSlice::from_raw_parts(y.as_mut_ptr(), y.len()) };
                 out.update_mine_wide(x, |y, x| y.wrapping_add(x));
             });
         }

@@ -66,6 +66,13 @@ impl Parse for Choice {
 /// The attribute's arguments: nothing, or `instances(P = a | b, ...)`.
 pub struct Declared(Option<(Span, Vec<Choice>)>);
 
+impl Declared {
+    /// No `instances(...)` option.
+    pub fn none() -> Self {
+        Declared(None)
+    }
+}
+
 impl Parse for Declared {
     fn parse(input: ParseStream) -> Result<Self> {
         if input.is_empty() {

@@ -12,7 +12,8 @@
 //!   launcher is generic too, bounded by a trait that only its declared instances implement, so
 //!   launching an instance that was not compiled for the device does not compile.
 
-use crate::instances::{self, Binding, Declared, Instance};
+use crate::instances::{self, Binding, Instance};
+use crate::options::KernelOptions;
 use crate::params::{self, Param, Passing};
 use proc_macro2::TokenStream;
 use quote::{format_ident, quote};
@@ -31,7 +32,7 @@ pub enum Images {
 }
 
 pub fn expand(attr: TokenStream, item: TokenStream, images: Images) -> Result<TokenStream> {
-    let declared: Declared = syn::parse2(attr)?;
+    let options: KernelOptions = syn::parse2(attr)?;
     let func: ItemFn = syn::parse2(item)?;
     check_signature(&func)?;
     let params = func
@@ -40,19 +41,20 @@ pub fn expand(attr: TokenStream, item: TokenStream, images: Images) -> Result<To
         .iter()
         .map(params::parse)
         .collect::<Result<Vec<_>>>()?;
-    let instances = instances::resolve(&func.sig.ident, &func.sig.generics, declared)?;
+    let instances = instances::resolve(&func.sig.ident, &func.sig.generics, options.instances)?;
+    let fma = options.fma.is_some();
 
     let name = &func.sig.ident;
     let body_fn = format_ident!("__offload_body_{}", name);
 
-    let body = expand_body(&func, &params, &body_fn);
+    let body = expand_body(&func, &params, &body_fn)?;
     let device_entries = if instances.is_empty() {
         let entry = format_ident!("__offload_entry_{}", name);
-        device_entry(&params, &name.to_string(), &entry, &body_fn, quote! {})
+        device_entry(&params, &name.to_string(), &entry, &body_fn, quote! {}, fma)
     } else {
         instances
             .iter()
-            .map(|i| instance_entry(&func, &params, &body_fn, i))
+            .map(|i| instance_entry(&func, &params, &body_fn, i, fma))
             .collect()
     };
     let host = expand_host(&func, &params, &body_fn, &instances, images);
@@ -92,8 +94,9 @@ fn check_signature(func: &ItemFn) -> Result<()> {
     Ok(())
 }
 
-/// The user's body with `&mut [T]` parameters seen as `ThreadSlice<T>`.
-fn expand_body(func: &ItemFn, params: &[Param], body_fn: &Ident) -> TokenStream {
+/// The user's body with `&mut [T]` parameters seen as `ThreadSlice<T>` (or the view their
+/// ownership attribute names).
+fn expand_body(func: &ItemFn, params: &[Param], body_fn: &Ident) -> Result<TokenStream> {
     let attrs = &func.attrs;
     let block = &func.block;
     let (generics, _, where_clause) = func.sig.generics.split_for_impl();
@@ -105,13 +108,25 @@ fn expand_body(func: &ItemFn, params: &[Param], body_fn: &Ident) -> TokenStream 
             _ => quote! { #name: #ty },
         }
     });
-    quote! {
+    let tiles = params
+        .iter()
+        .filter_map(|p| {
+            let (ownership, span) = p.ownership.as_ref()?;
+            Some(crate::ownership::convert(p, ownership, *span, params))
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let body = if tiles.is_empty() {
+        quote! { #block }
+    } else {
+        quote! {{ #(#tiles)* #block }}
+    };
+    Ok(quote! {
         #(#attrs)*
         #[doc(hidden)]
         #[inline(always)]
         #[allow(non_snake_case, unused_mut, clippy::too_many_arguments)]
-        fn #body_fn #generics (#(#inputs),*) #where_clause #block
-    }
+        fn #body_fn #generics (#(#inputs),*) #where_clause #body
+    })
 }
 
 /// Raw parameter names for the device ABI: slices and pointees travel as (pointer, length).
@@ -130,43 +145,59 @@ fn device_entry(
     entry: &Ident,
     body_fn: &Ident,
     generic_args: TokenStream,
+    fma: bool,
 ) -> TokenStream {
-    let mut inputs = Vec::new();
-    let mut args = Vec::new();
-    for p in params {
+    let inputs = params.iter().map(|p| {
         let (ptr, len) = raw_names(p);
         let (pname, ty, elem) = (&p.name, &p.ty, &p.elem);
         match p.passing {
-            Passing::Value => {
-                inputs.push(quote! { #pname: #ty });
-                args.push(quote! { #pname });
-                continue;
-            }
-            Passing::Slice | Passing::Ref | Passing::PtrConst => {
-                inputs.push(quote! { #ptr: *const #elem, #len: usize })
+            Passing::Value => quote! { #pname: #ty },
+            // A read-only slice arrives as a shared reference to zero elements: rustc marks such
+            // a parameter `noalias readonly`, which lets LLVM load through it with the
+            // non-coherent cache (`ld.global.nc`), as nvcc does for `const T* __restrict__`. The
+            // runtime passes null (`None`) or an address aligned for `T`, and nothing writes
+            // the memory during the launch.
+            Passing::Slice => quote! { #ptr: Option<&[#elem; 0]>, #len: usize },
+            Passing::Ref | Passing::PtrConst => {
+                quote! { #ptr: *const #elem, #len: usize }
             }
             Passing::SliceMut | Passing::PtrMut | Passing::Atomic => {
-                inputs.push(quote! { #ptr: *mut #elem, #len: usize })
+                quote! { #ptr: *mut #elem, #len: usize }
             }
         }
-        args.push(match p.passing {
-            Passing::Atomic => quote! { ::offload::Atomic::slice_from_raw(#ptr, #len) },
-            Passing::Slice => quote! { ::offload::__device::slice_from_raw(#ptr, #len) },
-            Passing::SliceMut => quote! { ::offload::ThreadSlice::from_raw_parts(#ptr, #len) },
-            Passing::Ref => quote! { &*#ptr },
-            _ => quote! { #ptr },
+    });
+    let args = body_args(params);
+    // The body takes raw pointers, as in the host build (`None` is null: the same bits).
+    let slice_pointers = params
+        .iter()
+        .filter(|p| p.passing == Passing::Slice)
+        .map(|p| {
+            let (ptr, _) = raw_names(p);
+            quote! { let #ptr = #ptr.map_or(::core::ptr::null(), |p| p.as_ptr()); }
         });
-    }
-    let amdgpu = amdgpu_entry(params, export, entry, body_fn, &generic_args, &args);
+    // The device linker lets the float arithmetic of entries in this section contract into FMAs
+    // (and drops the section).
+    let fma_section = fma.then(|| quote! { #[link_section = ".offload.fma"] });
+    let amdgpu = amdgpu_entry(
+        params,
+        export,
+        entry,
+        body_fn,
+        &generic_args,
+        &args,
+        &fma_section,
+    );
     quote! {
         #[cfg(target_arch = "nvptx64")]
         #[doc(hidden)]
+        #fma_section
         #[export_name = #export]
         #[allow(non_snake_case, improper_ctypes_definitions, clippy::too_many_arguments)]
         pub unsafe extern "ptx-kernel" fn #entry(#(#inputs),*) {
             // SAFETY: the runtime passes each slice as the device copy of a host slice of
             // exactly this length, each `&T` and raw pointer as the device copy of one `T`, and
             // one output buffer per `&mut [T]` parameter.
+            #(#slice_pointers)*
             unsafe { #body_fn::<#generic_args>(#(#args),*) }
         }
 
@@ -190,6 +221,7 @@ fn amdgpu_entry(
     body_fn: &Ident,
     generic_args: &TokenStream,
     args: &[TokenStream],
+    fma_section: &Option<TokenStream>,
 ) -> TokenStream {
     let export = format!("__offload_amdgpu_{export}");
     let entry = format_ident!("{}__amdgpu", entry);
@@ -216,6 +248,7 @@ fn amdgpu_entry(
     quote! {
         #[cfg(target_arch = "amdgpu")]
         #[doc(hidden)]
+        #fma_section
         #[export_name = #export]
         #[allow(non_snake_case, unused_variables, clippy::too_many_arguments)]
         pub unsafe extern "C" fn #entry(#(#inputs),*) {
@@ -227,6 +260,56 @@ fn amdgpu_entry(
     }
 }
 
+/// The body's arguments, made from the raw parameters (each slice or pointee a pointer and a
+/// length, named by `raw_names`): the same on the device and in the host build.
+fn body_args(params: &[Param]) -> Vec<TokenStream> {
+    params
+        .iter()
+        .map(|p| {
+            let (ptr, len) = raw_names(p);
+            let pname = &p.name;
+            match p.passing {
+                Passing::Value => quote! { #pname },
+                Passing::Atomic => quote! { ::offload::Atomic::slice_from_raw(#ptr, #len) },
+                Passing::Slice => quote! { ::offload::__device::entry_slice(#ptr, #len) },
+                Passing::SliceMut => quote! { ::offload::ThreadSlice::from_raw_parts(#ptr, #len) },
+                Passing::Ref => quote! { &*#ptr },
+                Passing::PtrConst | Passing::PtrMut => quote! { #ptr },
+            }
+        })
+        .collect()
+}
+
+/// Statements of the host build that read the raw parameters from the launch's packed ones
+/// (`args`), in the device entry's order: a value by its type, a slice or pointee as a host
+/// address word and a length word.
+fn host_reads(params: &[Param]) -> Vec<TokenStream> {
+    let mut index = 0usize;
+    params
+        .iter()
+        .map(|p| {
+            let (ptr, len) = raw_names(p);
+            let (pname, elem) = (&p.name, &p.elem);
+            let at = index;
+            if p.passing == Passing::Value {
+                index += 1;
+                return quote! { let #pname = args.read::<#elem>(#at); };
+            }
+            index += 2;
+            let len_at = at + 1;
+            let read_ptr = quote! { let #ptr = args.host_pointer::<#elem>(#at); };
+            match p.passing {
+                // A pointee is one element: its length word goes unread.
+                Passing::Ref | Passing::PtrConst | Passing::PtrMut => read_ptr,
+                _ => quote! {
+                    #read_ptr
+                    let #len = args.read::<u64>(#len_at) as usize;
+                },
+            }
+        })
+        .collect()
+}
+
 /// A generic kernel's entry for one instance, in a module where each generic parameter is an
 /// alias of the instance's argument, so the parameter types resolve as written.
 fn instance_entry(
@@ -234,6 +317,7 @@ fn instance_entry(
     params: &[Param],
     body_fn: &Ident,
     inst: &Instance,
+    fma: bool,
 ) -> TokenStream {
     let name = &func.sig.ident;
     let module = format_ident!("__offload_instance_{}__{}", name, inst.suffix);
@@ -253,6 +337,7 @@ fn instance_entry(
         &entry,
         &body_path,
         quote! { #(#params_in_order),* },
+        fma,
     );
     let device_cfg: TokenStream = DEVICE_CFG.parse().unwrap();
     quote! {
@@ -298,7 +383,17 @@ fn expand_host(
     let name = &func.sig.ident;
     let name_str = name.to_string();
     let generic = !instances.is_empty();
-    let contract = pointer_contract(params);
+    // Raw pointers and scatter indices: what the caller vouches for.
+    let contract = match (
+        pointer_contract(params),
+        crate::ownership::scatter_contract(params),
+    ) {
+        (Some(p), Some(s)) => Some(format!(
+            "{p}\n\nAlso: {}",
+            s.trim_start_matches("# Safety\n")
+        )),
+        (p, s) => p.or(s),
+    };
     let unsafety = contract.as_ref().map(|_| quote! { unsafe });
     let contract_doc: Vec<&String> = contract.iter().collect();
     // Queued launches read and write their pointees until the stream's scope ends.
@@ -349,14 +444,14 @@ fn expand_host(
                     return ::core::result::Result::Err(::offload::Error::InvalidArgument {
                         kernel: #name_str,
                         argument: #n_str,
-                        reason: "is a null pointer",
+                        reason: ::core::convert::Into::into("is a null pointer"),
                     });
                 }
                 if !#n.is_aligned() {
                     return ::core::result::Result::Err(::offload::Error::InvalidArgument {
                         kernel: #name_str,
                         argument: #n_str,
-                        reason: "is not aligned for its pointee type",
+                        reason: ::core::convert::Into::into("is not aligned for its pointee type"),
                     });
                 }
             }
@@ -382,18 +477,8 @@ fn expand_host(
             },
         }
     }).collect();
-    let host_args = params.iter().enumerate().map(|(i, p)| {
-        let elem = &p.elem;
-        match p.passing {
-            Passing::Value => quote! { args[#i].read_value::<#elem>() },
-            Passing::Atomic => quote! { args[#i].as_atomics::<#elem>() },
-            Passing::Slice => quote! { args[#i].as_slice::<#elem>() },
-            Passing::SliceMut => quote! { args[#i].as_thread_slice::<#elem>() },
-            Passing::Ref => quote! { &args[#i].as_slice::<#elem>()[0] },
-            Passing::PtrConst => quote! { args[#i].as_slice::<#elem>().as_ptr() },
-            Passing::PtrMut => quote! { args[#i].as_thread_slice::<#elem>().as_mut_ptr() },
-        }
-    });
+    let host_reads = host_reads(params);
+    let host_args = body_args(params);
     let arity = params.len();
     let arity_msg = {
         // What a caller passes, as written (not the launcher's map-kind traits).
@@ -454,15 +539,18 @@ fn expand_host(
     let mut enqueue_generics = inner.clone();
     enqueue_generics.params.insert(0, parse_quote! { 's });
     let (enqueue_generics, _, _) = enqueue_generics.split_for_impl();
+    let param_names: Vec<String> = params.iter().map(|p| p.name.to_string()).collect();
     let descriptor = if generic {
-        generic_descriptor(func, instances, &images_expr)
+        generic_descriptor(func, &param_names, instances, &images_expr)
     } else {
         quote! {
-            /// The kernel's descriptor: its name, the device images holding it, and its host entry.
+            /// The kernel's descriptor: its name, the device images holding it, its host entry
+            /// and its parameters' names.
             pub static KERNEL: ::offload::__private::Kernel = ::offload::__private::Kernel {
                 name: #name_str,
                 images: &#images_expr,
                 host_thread,
+                params: &[#(#param_names),*],
             };
         }
     };
@@ -529,14 +617,21 @@ fn expand_host(
             #own_images
             #descriptor
 
-            /// Run one GPU thread of the kernel on the host.
+            /// The kernel's host build: runs one GPU thread on the host.
             ///
             /// # Safety
-            /// `args` must be the arguments of a launch of this kernel, built by `launch`.
-            #[allow(clippy::multiple_bound_locations)]
-            unsafe fn host_thread #impl_generics (args: &[::offload::__private::KernelArg<'_>]) #where_clause {
-                // SAFETY: the argument kinds and element types match `launch`'s, which built them.
-                unsafe { super::#body_fn #call_generics(#(#host_args),*) }
+            /// `args` must be the packed parameters of a launch of this kernel, built by `launch`
+            /// from its arguments, and every thread of the launch runs through the host
+            /// plugin's scheduler.
+            #[allow(clippy::multiple_bound_locations, non_snake_case)]
+            unsafe fn host_thread #impl_generics (args: &::offload::__private::PackedArgs) #where_clause {
+                // SAFETY: the parameters are those `launch` packed from this kernel's arguments:
+                // each value of its type, each slice or pointee as the host address and length
+                // of data borrowed for the launch, as the device entry takes them.
+                unsafe {
+                    #(#host_reads)*
+                    super::#body_fn #call_generics(#(#host_args),*)
+                }
             }
         }
     }
@@ -545,7 +640,12 @@ fn expand_host(
 /// For a generic kernel: `Instance<…>` names a choice of generic arguments, and the sealed trait
 /// `Declared`, implemented for the declared instances only, gives each its descriptor. Launching
 /// any other instance fails to compile with the trait's message.
-fn generic_descriptor(func: &ItemFn, instances: &[Instance], images: &TokenStream) -> TokenStream {
+fn generic_descriptor(
+    func: &ItemFn,
+    param_names: &[String],
+    instances: &[Instance],
+    images: &TokenStream,
+) -> TokenStream {
     let name = &func.sig.ident;
     let name_str = name.to_string();
     let generics = &func.sig.generics;
@@ -583,6 +683,7 @@ fn generic_descriptor(func: &ItemFn, instances: &[Instance], images: &TokenStrea
                         name: #entry,
                         images: &#images,
                         host_thread: host_thread::<#args>,
+                        params: &[#(#param_names),*],
                     };
                     &KERNEL
                 }

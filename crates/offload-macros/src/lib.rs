@@ -6,6 +6,8 @@ mod device_copy;
 mod instances;
 mod kernel;
 mod offload_macro;
+mod options;
+mod ownership;
 mod params;
 
 use proc_macro::TokenStream;
@@ -27,6 +29,11 @@ use proc_macro::TokenStream;
 /// an instance that is not listed is a compile error. A kernel whose one type parameter has only
 /// marker bounds (`T: Copy`) needs no list: every primitive `DeviceCopy` type is built.
 ///
+/// `#[offload::kernel(fma)]` lets the device fuse the kernel's float multiplies and adds into
+/// FMAs, as nvcc does by default: faster, and one rounding instead of two, so the results may
+/// differ in the last bits from the host backend's (which keeps Rust's separate roundings).
+/// `offload_build::Kernels::fma_contraction(true)` does the same for a whole kernels module.
+///
 /// Generated next to the function, on the host: `fn NAME(args…) -> offload::Result<()>`, which
 /// launches with a grid sized from the data on the default device, and a module `NAME` with
 /// `NAME::launch(offload::Launch, args…)` for an explicit device and launch shape.
@@ -37,17 +44,18 @@ pub fn kernel(attr: TokenStream, item: TokenStream) -> TokenStream {
         .into()
 }
 
-/// Launch a kernel with the syntax of rustc nightly's `core::offload::offload!`:
+/// Launch a kernel with the syntax of rustc nightly's `core::offload::offload!` (this example runs
+/// as a doctest of the `offload` crate's docs):
 ///
 /// ```ignore
 /// offload::offload! {
-///     kernel = kernels::saxpy,      // an #[offload::kernel] function
-///     workgroup_dim = [4096, 1, 1], // blocks in the grid (default [1, 1, 1])
-///     thread_dim = [256, 1, 1],     // threads per block (default [1, 1, 1])
-///     dyn_cache = 0,                // bytes of dynamic shared memory per block, a u32 (default 0)
-///     device = 0,                   // index into offload::devices() (default: the default device)
-///     args = (2.0f32, &x, &mut y),  // the kernel's arguments, as a tuple
-/// }
+///     kernel = kernels::saxpy,        // an #[offload::kernel] fn (required)
+///     workgroup_dim = [4096, 1, 1],   // workgroups = blocks in the grid (default [1, 1, 1])
+///     thread_dim = [256, 1, 1],       // threads per workgroup = per block (default [1, 1, 1])
+///     dyn_cache = 0,                  // bytes of dynamic shared memory per block, a u32 (default 0)
+///     device = 0,                     // index into offload::devices(), GPUs first, host last (default: the default device)
+///     args = (2.0f32, &x, &mut y),    // the kernel's arguments, a tuple (required)
+/// }?;
 /// ```
 /// Fields may come in any order; `kernel` and `args` are required. Evaluates to
 /// `offload::Result<()>`, like `KERNEL::launch`, which it calls.

@@ -2,8 +2,13 @@
 //! `std::offload` maps by type: values by value, shared data to the device, mutable data there
 //! and back.
 
-use syn::{Error, FnArg, GenericArgument, Ident, Pat, PathArguments, Result, Type};
+use proc_macro2::Span;
+use syn::spanned::Spanned;
+use syn::{
+    Attribute, Error, Expr, FnArg, GenericArgument, Ident, Pat, PathArguments, Result, Type,
+};
 
+#[derive(Clone, Copy, PartialEq, Eq)]
 pub enum Passing {
     /// Scalar or `DeviceCopy` struct, by value.
     Value,
@@ -39,6 +44,8 @@ pub struct Param {
     /// type.
     pub elem: Type,
     pub passing: Passing,
+    /// `#[tile(len)]` or `#[scatter(index)]`, and where the attribute is (see `ownership`).
+    pub ownership: Option<(Ownership, Span)>,
 }
 
 pub fn parse(arg: &FnArg) -> Result<Param> {
@@ -109,6 +116,7 @@ pub fn parse(arg: &FnArg) -> Result<Param> {
         ty,
         elem,
         passing,
+        ownership: parse_ownership(&typed.attrs)?,
     })
 }
 
@@ -126,4 +134,40 @@ fn atomic_elem(elem: &Type) -> Option<Type> {
         },
         _ => None,
     }
+}
+
+/// How a `&mut [T]` parameter's elements are shared out, when not grid-stride.
+pub enum Ownership {
+    /// `#[tile(len)]`.
+    Tile(Expr),
+    /// `#[scatter(index)]`.
+    Scatter(Ident),
+    /// `#[wide]`.
+    Wide,
+}
+
+/// The ownership attribute among `attrs` (`#[tile(..)]`, `#[scatter(..)]` or `#[wide]`), with
+/// its span.
+fn parse_ownership(attrs: &[Attribute]) -> Result<Option<(Ownership, Span)>> {
+    let mut found = None;
+    for attr in attrs {
+        let ownership = if attr.path().is_ident("tile") {
+            Ownership::Tile(attr.parse_args::<Expr>()?)
+        } else if attr.path().is_ident("scatter") {
+            Ownership::Scatter(attr.parse_args::<Ident>()?)
+        } else if attr.path().is_ident("wide") {
+            attr.meta.require_path_only()?;
+            Ownership::Wide
+        } else {
+            continue;
+        };
+        if found.is_some() {
+            return Err(Error::new_spanned(
+                attr,
+                "one ownership attribute per parameter (#[tile(..)], #[scatter(..)] or #[wide])",
+            ));
+        }
+        found = Some((ownership, attr.span()));
+    }
+    Ok(found)
 }

@@ -1,27 +1,42 @@
-//! Device discovery and selection.
+//! Devices: one per device of a plugin (GPUs, then the host CPU), discovered once. A `Device` is
+//! the runtime's handle of a plugin's device, with what the layers above keep for it: the code it
+//! has loaded (`loaded`) and its launch lock.
 //!
-//! `OFFLOAD_BACKEND=host|cuda` forces a backend for the default device; `OFFLOAD_REQUIRE_GPU=1`
-//! turns every fallback to the host into an error.
+//! `OFFLOAD_BACKEND=host|cuda|liboffload` forces a backend for the default device (and, for a
+//! GPU two plugins drive, which one lists it); `OFFLOAD_REQUIRE_GPU=1` turns every fallback to
+//! the host into an error.
 
-use crate::backend::{self, host::HostBackend, Backend, BackendKind, MemoryInfo};
+use crate::backend::{self, Backend, BackendKind, Limits, MemoryInfo, Platform};
 use crate::kernel::Kernel;
-use crate::launch::Limits;
+use crate::loaded::{Entry, Loaded};
 use crate::{Error, Result};
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
 
-/// A place kernels run: a GPU behind a backend plugin, or the host CPU.
+/// A place kernels run: a GPU, or the host CPU, each behind its plugin.
 #[derive(Clone)]
 pub struct Device {
-    inner: DeviceInner,
+    shared: Arc<Shared>,
 }
 
-#[derive(Clone)]
-enum DeviceInner {
-    Host(Arc<HostBackend>),
-    Offload(Arc<dyn Backend>),
+/// One device, shared by the clones of its handle.
+struct Shared {
+    backend: Arc<dyn Backend>,
+    loaded: Loaded,
+    /// See [`Device::launch_lock`].
+    launches: Mutex<()>,
 }
 
 impl Device {
+    fn new(backend: Arc<dyn Backend>) -> Device {
+        Device {
+            shared: Arc::new(Shared {
+                backend,
+                loaded: Loaded::default(),
+                launches: Mutex::new(()),
+            }),
+        }
+    }
+
     /// The host CPU, which runs every kernel's host build.
     pub fn host() -> Device {
         devices()
@@ -68,25 +83,22 @@ impl Device {
     }
 
     pub fn name(&self) -> &str {
-        match &self.inner {
-            DeviceInner::Host(h) => h.name(),
-            DeviceInner::Offload(b) => b.name(),
-        }
+        self.backend().name()
     }
 
+    /// The plugin that drives it.
     pub fn kind(&self) -> BackendKind {
-        match &self.inner {
-            DeviceInner::Host(_) => BackendKind::Host,
-            DeviceInner::Offload(b) => b.kind(),
-        }
+        self.backend().kind()
+    }
+
+    /// What kind of processor it is (an NVIDIA or AMD GPU, the host), whichever plugin drives it.
+    pub fn platform(&self) -> Platform {
+        self.backend().platform()
     }
 
     /// Index among the devices of its backend (0 for the host).
     pub fn ordinal(&self) -> usize {
-        match &self.inner {
-            DeviceInner::Host(_) => 0,
-            DeviceInner::Offload(b) => b.ordinal(),
-        }
+        self.backend().ordinal()
     }
 
     pub fn is_gpu(&self) -> bool {
@@ -97,7 +109,8 @@ impl Device {
     /// kernels use the process's own memory. Memory the CUDA plugin freed but keeps for reuse
     /// counts as used (it goes back before an allocation would fail, and at [`Device::release`]).
     pub fn memory_info(&self) -> Option<Result<MemoryInfo>> {
-        self.offload_backend().map(|b| b.memory_info())
+        let backend = self.backend();
+        (!backend.memory_is_host()).then(|| backend.memory_info())
     }
 
     /// Gives the device's resources back: waits for its queued work, unloads the kernel images
@@ -106,60 +119,65 @@ impl Device {
     /// be dropped. Releasing the host device makes host launches fail too (the host fallback
     /// included). There is no way back within the process.
     pub fn release(&self) -> Result<()> {
-        match &self.inner {
-            DeviceInner::Host(h) => {
-                h.release();
-                Ok(())
-            }
-            DeviceInner::Offload(b) => b.release(),
-        }
-    }
-
-    /// `Err(Released)` for a released host device. (GPU plugins check at every driver call.)
-    pub(crate) fn check_host_live(&self) -> Result<()> {
-        match &self.inner {
-            DeviceInner::Host(h) => h.check_live(),
-            DeviceInner::Offload(_) => Ok(()),
-        }
+        // No launch is between its start and its panic check while this is held.
+        let _launches = self.launch_lock();
+        let released = self.backend().release();
+        self.shared.loaded.clear();
+        released
     }
 
     /// What the device accepts as a launch: block and grid extents, shared memory, and its size
     /// (multiprocessors), for choosing launch shapes.
     pub fn limits(&self) -> Limits {
-        match &self.inner {
-            DeviceInner::Host(h) => h.limits(),
-            DeviceInner::Offload(b) => b.limits(),
-        }
+        self.backend().limits()
     }
 
-    /// Identifies the device within the process (its backend's address; backends live as long
-    /// as the process).
+    /// Identifies the device within the process (devices live as long as the process).
     pub(crate) fn id(&self) -> usize {
-        match &self.inner {
-            DeviceInner::Host(h) => Arc::as_ptr(h) as *const () as usize,
-            DeviceInner::Offload(b) => Arc::as_ptr(b) as *const () as usize,
-        }
+        Arc::as_ptr(&self.shared) as usize
     }
 
-    /// The listed device with this [`Device::id`].
+    /// The device with this [`Device::id`], listed or reachable through [`devices_of`].
     pub(crate) fn by_id(id: usize) -> Option<Device> {
-        devices().iter().find(|d| d.id() == id).cloned()
+        let found = discovery();
+        found
+            .devices
+            .iter()
+            .chain(&found.alternates)
+            .find(|d| d.id() == id)
+            .cloned()
     }
 
     /// A device on a plugin that is not listed (the tests' mock GPU).
     #[cfg(test)]
     pub(crate) fn unlisted(backend: Arc<dyn Backend>) -> Device {
-        Device {
-            inner: DeviceInner::Offload(backend),
-        }
+        Device::new(backend)
     }
 
-    /// The plugin behind a GPU; `None` for the host.
-    pub(crate) fn offload_backend(&self) -> Option<&dyn Backend> {
-        match &self.inner {
-            DeviceInner::Host(_) => None,
-            DeviceInner::Offload(b) => Some(&**b),
-        }
+    /// The plugin's device.
+    pub(crate) fn backend(&self) -> &dyn Backend {
+        &*self.shared.backend
+    }
+
+    /// Whether the device's memory is the host's (the host CPU): host data is used in place.
+    pub(crate) fn memory_is_host(&self) -> bool {
+        self.backend().memory_is_host()
+    }
+
+    /// The entry of `kernel` on this device, its code loaded on first use.
+    pub(crate) fn entry(&self, kernel: &'static Kernel) -> Result<Entry> {
+        self.shared.loaded.entry(&self.shared.backend, kernel)
+    }
+
+    /// Held from a launch until its panic record was read, when its image has one, so that when
+    /// several host threads launch on one device a panic is reported to the launch that caused
+    /// it (one record per image). One lock for all queues of the device: streams take it to read
+    /// panic records, and `release` to wait for launches in flight.
+    pub(crate) fn launch_lock(&self) -> MutexGuard<'_, ()> {
+        self.shared
+            .launches
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
     }
 }
 
@@ -171,42 +189,68 @@ impl std::fmt::Debug for Device {
 
 struct Discovery {
     devices: Vec<Device>,
+    /// The handles of listed GPUs through their other plugins (see [`devices_of`]).
+    alternates: Vec<Device>,
     /// Why no GPU was found, when none was.
     no_gpu_reason: Option<String>,
+    /// For each GPU plugin that found no device, why.
+    plugin_reasons: Vec<String>,
 }
 
 fn discovery() -> &'static Discovery {
     static DISCOVERY: OnceLock<Discovery> = OnceLock::new();
     DISCOVERY.get_or_init(|| {
-        let mut devices = Vec::new();
-        let mut no_gpu_reason = None;
-        if forced_backend().as_deref() == Some("host") {
-            no_gpu_reason = Some("OFFLOAD_BACKEND=host".to_string());
+        let forced = forced_backend();
+        let host_only = forced.as_deref() == Some("host");
+        let found = backend::discover_all(!host_only, forced.as_deref().and_then(plugin_named));
+        let devices: Vec<Device> = found.listed.into_iter().map(Device::new).collect();
+        let alternates = found.alternates.into_iter().map(Device::new).collect();
+        let no_gpu_reason = if host_only {
+            Some("OFFLOAD_BACKEND=host".to_string())
+        } else if !devices.iter().any(Device::is_gpu) {
+            Some(found.reasons.join("; "))
         } else {
-            let (found, reasons) = backend::discover_all();
-            if found.is_empty() {
-                no_gpu_reason = Some(reasons.join("; "));
-            }
-            devices.extend(found.into_iter().map(|b| Device {
-                inner: DeviceInner::Offload(b),
-            }));
-        }
+            None
+        };
         if let Some(reason) = &no_gpu_reason {
             tracing::info!("offload: no GPU ({reason}); kernels run on the host");
         }
-        devices.push(Device {
-            inner: DeviceInner::Host(Arc::new(HostBackend::new())),
-        });
         Discovery {
             devices,
+            alternates,
             no_gpu_reason,
+            plugin_reasons: found.reasons,
         }
     })
 }
 
-/// Every device, GPUs first (in driver order), the host last. Discovered once.
+/// Every device, GPUs first (by plugin, in driver order), the host last. Each GPU is listed
+/// once, through its preferred plugin: the CUDA plugin for NVIDIA GPUs (liboffload with
+/// `OFFLOAD_BACKEND=liboffload`), liboffload for AMD GPUs; so code that splits work over all
+/// GPUs counts each once. Discovered once.
 pub fn devices() -> &'static [Device] {
     &discovery().devices
+}
+
+/// For each GPU plugin that found no device, why (`"CUDA: cannot load libcuda.so: …"`): what
+/// `cargo offload devices` prints. Empty when every plugin found a device, and with
+/// `OFFLOAD_BACKEND=host`, which asks no GPU plugin.
+pub fn plugins_without_devices() -> &'static [String] {
+    &discovery().plugin_reasons
+}
+
+/// Every device `plugin` drives, in its order, whether [`devices()`] lists it or lists the same
+/// GPU through another plugin: how to reach a GPU through a plugin of your choosing (its
+/// [`Device::name`] says which plugin drives it). Several plugins may return the same GPU.
+pub fn devices_of(plugin: BackendKind) -> Vec<Device> {
+    let found = discovery();
+    found
+        .devices
+        .iter()
+        .chain(&found.alternates)
+        .filter(|d| d.kind() == plugin)
+        .cloned()
+        .collect()
 }
 
 fn forced_backend() -> Option<String> {
@@ -214,6 +258,15 @@ fn forced_backend() -> Option<String> {
         .ok()
         .map(|s| s.to_ascii_lowercase())
         .filter(|s| !s.is_empty() && s != "auto")
+}
+
+/// The GPU plugin an `OFFLOAD_BACKEND` value names.
+fn plugin_named(name: &str) -> Option<BackendKind> {
+    match name {
+        "cuda" => Some(BackendKind::Cuda),
+        "liboffload" => Some(BackendKind::LibOffload),
+        _ => None,
+    }
 }
 
 fn gpu_required() -> bool {
@@ -234,14 +287,28 @@ pub fn default_device() -> Result<Device> {
     let device = match forced_backend().as_deref() {
         None => first_gpu.cloned().unwrap_or_else(Device::host),
         Some("host") => Device::host(),
-        Some("cuda") => first_gpu
-            .cloned()
-            .ok_or_else(|| Error::NoDevice(format!("OFFLOAD_BACKEND=cuda, but {}", no_gpu())))?,
-        Some(other) => {
-            return Err(Error::NoDevice(format!(
-                "OFFLOAD_BACKEND={other} is not a backend (use host, cuda or auto)"
-            )))
-        }
+        Some(name) => match plugin_named(name) {
+            Some(plugin) => found
+                .devices
+                .iter()
+                .find(|d| d.kind() == plugin)
+                .cloned()
+                .ok_or_else(|| {
+                    let why = match first_gpu {
+                        Some(_) => format!(
+                            "it drives none of the GPUs found ({})",
+                            found.plugin_reasons.join("; ")
+                        ),
+                        None => no_gpu(),
+                    };
+                    Error::NoDevice(format!("OFFLOAD_BACKEND={name}, but {why}"))
+                })?,
+            None => {
+                return Err(Error::NoDevice(format!(
+                    "OFFLOAD_BACKEND={name} is not a backend (use host, cuda, liboffload or auto)"
+                )))
+            }
+        },
     };
     if gpu_required() && !device.is_gpu() {
         return Err(Error::NoDevice(format!(

@@ -10,12 +10,17 @@
 //! scope is ordered with no stream). Unordered uses give unspecified values (`DeviceCopy` types
 //! accept any bits), never a freed buffer.
 //! On the host device it is host memory, and queued work is done at once.
+//!
+//! Within one launch, a slice that a parameter writes (`&mut [T]`) may share no element with
+//! another argument: read-only `&[T]` parameters are read through the non-coherent cache and may
+//! not see the writes, and two writers race. A launch or `enqueue` given overlapping device
+//! ranges where one is written is refused with [`crate::Error::InvalidArgument`] naming both
+//! parameters, before anything is queued or moved. Read-only uses may overlap freely.
 
 use crate::backend::{Backend, DevicePtr};
 use crate::kernel::KernelArg;
 use crate::map::{InArg, OutArg};
 use offload_kernel::DeviceCopy;
-use std::alloc::{alloc_zeroed, dealloc, handle_alloc_error, Layout};
 use std::marker::PhantomData;
 use std::sync::Arc;
 
@@ -42,10 +47,12 @@ impl<T: DeviceCopy> DeviceSlice<'_, T> {
         }
     }
 
+    /// Number of elements.
     pub fn len(&self) -> usize {
         self.len
     }
 
+    /// Whether it holds no element.
     pub fn is_empty(&self) -> bool {
         self.len == 0
     }
@@ -74,42 +81,22 @@ impl<'s, T: DeviceCopy> OutArg<T> for DeviceSlice<'s, T> {
 }
 
 /// Memory behind the device slices of one stream, released when the scope ends.
-pub(crate) enum ScopeAllocation {
-    Gpu(Arc<dyn Backend>, DevicePtr),
-    Host(*mut u8, Layout),
+pub(crate) struct ScopeAllocation {
+    queue: Arc<dyn Backend>,
+    ptr: DevicePtr,
 }
 
-// SAFETY: the raw host pointer is owned by the allocation and only freed by it.
-unsafe impl Send for ScopeAllocation {}
-
 impl ScopeAllocation {
-    /// `bytes` (> 0) zeroed host bytes aligned for `align`.
-    pub(crate) fn host(bytes: usize, align: usize) -> ScopeAllocation {
-        let layout = Layout::from_size_align(bytes, align).expect("a slice's layout is valid");
-        // SAFETY: `bytes > 0`.
-        let ptr = unsafe { alloc_zeroed(layout) };
-        if ptr.is_null() {
-            handle_alloc_error(layout);
-        }
-        ScopeAllocation::Host(ptr, layout)
-    }
-
-    pub(crate) fn addr(&self) -> u64 {
-        match self {
-            ScopeAllocation::Gpu(_, ptr) => ptr.0,
-            ScopeAllocation::Host(ptr, _) => *ptr as u64,
-        }
+    /// `ptr`, allocated on `queue`, released on it when dropped.
+    pub(crate) fn new(queue: Arc<dyn Backend>, ptr: DevicePtr) -> ScopeAllocation {
+        ScopeAllocation { queue, ptr }
     }
 }
 
 impl Drop for ScopeAllocation {
     fn drop(&mut self) {
-        match self {
-            // SAFETY: allocated on this queue; the scope has waited for every stream, so no
-            // queued work uses it any more.
-            ScopeAllocation::Gpu(queue, ptr) => unsafe { queue.free(*ptr) },
-            // SAFETY: allocated in `host` with this layout.
-            ScopeAllocation::Host(ptr, layout) => unsafe { dealloc(*ptr, *layout) },
-        }
+        // SAFETY: allocated on this queue; the scope has waited for every stream, so no queued
+        // work uses it any more.
+        unsafe { self.queue.free(self.ptr) }
     }
 }

@@ -1,6 +1,14 @@
-use crate::device::Device;
-use crate::kernel::KernelArg;
-use crate::{Error, Result};
+//! The launch API: how to launch a kernel ([`Launch`]: device, grid, block, shared memory), the
+//! shape chosen and checked against the device and the kernel's entry, and [`launch`], what the
+//! generated launchers call. One path for every device: the plugin behind it decides where the
+//! data goes and how the kernel runs.
+
+use crate::backend::{EntryLimits, Limits, Shape};
+use crate::device::{resolve_device, Device};
+use crate::kernel::{ArgData, Kernel, KernelArg};
+use crate::loaded::Entry;
+use crate::report::{self, LaunchReport};
+use crate::{transfer, Error, Result};
 use offload_kernel::Dim3;
 
 /// Threads per block when the launch does not say.
@@ -24,30 +32,6 @@ pub struct Launch<'d> {
     dynamic_shared: u32,
 }
 
-/// A launch shape checked against a device's limits.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Shape {
-    pub grid: Dim3,
-    pub block: Dim3,
-    /// Bytes of dynamic shared memory per block.
-    pub dynamic_shared: u32,
-}
-
-/// What a device accepts as a launch shape.
-#[derive(Clone, Copy, Debug)]
-pub struct Limits {
-    pub max_threads_per_block: u32,
-    pub max_block: Dim3,
-    pub max_grid: Dim3,
-    /// Streaming multiprocessors (worker threads on the host).
-    pub multiprocessors: u32,
-    /// Threads resident on one multiprocessor at once.
-    pub threads_per_multiprocessor: u32,
-    /// Shared memory one block may use, static and dynamic together, in bytes (with the
-    /// device's opt-in for large allocations).
-    pub max_shared_per_block: u32,
-}
-
 impl<'d> Launch<'d> {
     /// Everything chosen automatically.
     pub fn auto() -> Self {
@@ -62,6 +46,7 @@ impl<'d> Launch<'d> {
         }
     }
 
+    /// On `device`.
     pub fn device(self, device: &'d Device) -> Self {
         Launch {
             device: Some(device),
@@ -95,8 +80,29 @@ impl<'d> Launch<'d> {
         }
     }
 
+    /// The shape of a launch of `kernel` on `device` and the kernel's entry there (its code
+    /// loaded on first use), checked against both, once the arguments are known not to share
+    /// written device memory.
+    pub(crate) fn prepare(
+        &self,
+        kernel: &'static Kernel,
+        device: &Device,
+        args: &[KernelArg<'_>],
+    ) -> Result<(Shape, Entry)> {
+        crate::aliasing::check_disjoint(kernel, args)?;
+        let shape = self.resolve(kernel.name, device, args)?;
+        let entry = device.entry(kernel)?;
+        let limit = device.limits().max_shared_per_block;
+        check_entry(shape, &entry.limits, limit).map_err(|reason| Error::InvalidLaunch {
+            kernel: kernel.name,
+            device: device.name().to_string(),
+            reason,
+        })?;
+        Ok((shape, entry))
+    }
+
     /// Fill in the unset parts from the arguments and check the shape against the device.
-    pub(crate) fn resolve(
+    fn resolve(
         &self,
         kernel: &'static str,
         device: &Device,
@@ -151,6 +157,33 @@ fn default_items(args: &[KernelArg<'_>]) -> usize {
     longest(true).or_else(|| longest(false)).unwrap_or(1)
 }
 
+/// Checks a shape the device accepts against the kernel's entry: a kernel that needs many
+/// registers per thread runs with fewer threads per block than the device allows (the driver
+/// would only say "too many resources requested"), and its static shared memory counts against
+/// the device's limit beside the dynamic.
+fn check_entry(
+    shape: Shape,
+    entry: &EntryLimits,
+    max_shared: u32,
+) -> std::result::Result<(), String> {
+    let threads = shape.block.count();
+    if threads > entry.max_threads_per_block as u64 {
+        return Err(format!(
+            "{threads} threads per block exceeds the {} this kernel can run with ({} registers \
+             per thread)",
+            entry.max_threads_per_block, entry.registers
+        ));
+    }
+    let (dynamic, fixed) = (shape.dynamic_shared, entry.static_shared);
+    if dynamic > 0 && dynamic as u64 + fixed as u64 > max_shared as u64 {
+        return Err(format!(
+            "{dynamic} bytes of dynamic shared memory and the kernel's {fixed} bytes of static \
+             shared memory exceed the device limit of {max_shared} bytes per block"
+        ));
+    }
+    Ok(())
+}
+
 fn check_shape(shape: Shape, limits: &Limits) -> std::result::Result<(), String> {
     let Shape {
         grid,
@@ -187,6 +220,27 @@ fn check_shape(shape: Shape, limits: &Limits) -> std::result::Result<(), String>
             limits.max_shared_per_block
         ));
     }
+    Ok(())
+}
+
+/// Launch `kernel` with `args` as `launch` says: pick the device, size and check the grid, move
+/// the data, run, and move the results back.
+pub fn launch(
+    kernel: &'static Kernel,
+    launch: Launch<'_>,
+    args: &mut [KernelArg<'_>],
+) -> Result<()> {
+    // Unless the launch names a device, data already on one decides.
+    let resident_on = args.iter().find_map(|a| match a.data {
+        ArgData::Resident { device, .. } => Device::by_id(device),
+        _ => None,
+    });
+    let device = resolve_device(kernel, launch.device.or(resident_on.as_ref()))?;
+    let (shape, entry) = launch.prepare(kernel, &device, args)?;
+    tracing::debug!(kernel = kernel.name, device = %device.name(), grid = ?shape.grid, block = ?shape.block, "launch");
+    let mut report = LaunchReport::new(kernel.name, device.name(), shape);
+    transfer::launch(&device, kernel.name, &entry, shape, args, &mut report)?;
+    report::record(report);
     Ok(())
 }
 
@@ -243,6 +297,31 @@ mod tests {
     }
 
     #[test]
+    fn a_kernel_entry_limits_its_block_and_shared_memory() {
+        let entry = EntryLimits {
+            max_threads_per_block: 640,
+            registers: 96,
+            static_shared: 4096,
+        };
+        let shape = |block, dynamic_shared| Shape {
+            grid: Dim3::new(1, 1, 1),
+            block: Dim3::new(block, 1, 1),
+            dynamic_shared,
+        };
+        assert!(check_entry(shape(640, 0), &entry, 8192).is_ok());
+        assert_eq!(
+            check_entry(shape(641, 0), &entry, 8192).unwrap_err(),
+            "641 threads per block exceeds the 640 this kernel can run with (96 registers per thread)"
+        );
+        assert!(check_entry(shape(64, 4096), &entry, 8192).is_ok());
+        assert_eq!(
+            check_entry(shape(64, 4097), &entry, 8192).unwrap_err(),
+            "4097 bytes of dynamic shared memory and the kernel's 4096 bytes of static shared \
+             memory exceed the device limit of 8192 bytes per block"
+        );
+    }
+
+    #[test]
     fn default_grid_fills_the_device_then_batches_elements() {
         // Small: one thread per element (no idle threads).
         assert_eq!(default_blocks(1000, 256, &CUDA_LIKE), 4);
@@ -268,5 +347,178 @@ mod tests {
         assert_eq!(default_items(&args), 2000, "atomics count as inputs");
         let args = [KernelArg::atomics(&mut bins), KernelArg::slice_mut(&mut y)];
         assert_eq!(default_items(&args), 300);
+    }
+
+    /// The launch path above the plugins on the mock GPU: choosing and caching code, errors
+    /// naming the kernel, panic records.
+    mod on_the_mock {
+        use super::*;
+        use crate::backend::mock::{MockGpu, MOCK_TARGET};
+        use crate::backend::PackedArgs;
+        use crate::{DeviceImage, ImageFormat, ImageSet};
+        use offload_kernel::panic_record::{PanicRecord, PANIC_COMPLETE, PANIC_FILE_BYTES};
+        use std::sync::atomic::Ordering;
+        use std::sync::Arc;
+
+        /// Never runs: the mock runs device images only.
+        unsafe fn host_build(_: &PackedArgs) {}
+
+        const fn image(bytes: &'static [u8]) -> DeviceImage {
+            DeviceImage {
+                format: ImageFormat::Ptx,
+                target: MOCK_TARGET,
+                bytes,
+            }
+        }
+
+        static GOOD: ImageSet = ImageSet {
+            images: &[image(b"an image")],
+            kernels: &["fill", "other", "missing_entry"],
+            unavailable: None,
+        };
+        static REJECTED: ImageSet = ImageSet {
+            images: &[image(b"bad image")],
+            kernels: &["fill"],
+            unavailable: None,
+        };
+        static UNBUILT: ImageSet = ImageSet {
+            images: &[],
+            kernels: &[],
+            unavailable: Some("no device toolchain"),
+        };
+        const fn kernel(name: &'static str, images: &'static ImageSet) -> Kernel {
+            Kernel {
+                name,
+                images,
+                host_thread: host_build,
+                params: &["value", "out"],
+            }
+        }
+        static FILL: Kernel = kernel("fill", &GOOD);
+        static OTHER: Kernel = kernel("other", &GOOD);
+        static MISSING: Kernel = kernel("missing_entry", &GOOD);
+        static FILL_REJECTED: Kernel = kernel("fill", &REJECTED);
+        static FILL_UNBUILT: Kernel = kernel("fill", &UNBUILT);
+
+        fn mock() -> (Arc<MockGpu>, Device) {
+            let gpu = Arc::new(MockGpu::new(1 << 20));
+            let device = Device::unlisted(gpu.clone());
+            (gpu, device)
+        }
+
+        fn fill(kernel: &'static Kernel, launch: Launch<'_>, out: &mut [u32]) -> Result<()> {
+            let mut args = [KernelArg::value(&7u32), KernelArg::slice_mut(out)];
+            super::launch(kernel, launch, &mut args)
+        }
+
+        fn no_image_reason(result: Result<()>) -> String {
+            match result {
+                Err(Error::NoImage { reason, .. }) => reason,
+                other => panic!("expected NoImage, got {other:?}"),
+            }
+        }
+
+        /// `panicked at src/kernels.rs:12:20` in block 3, thread 231.
+        fn record() -> PanicRecord {
+            let mut file = [0; PANIC_FILE_BYTES];
+            file[..14].copy_from_slice(b"src/kernels.rs");
+            PanicRecord {
+                flag: PANIC_COMPLETE,
+                line: 12,
+                column: 20,
+                file_len: 14,
+                block: [3, 0, 0],
+                thread: [231, 0, 0],
+                file,
+            }
+        }
+
+        #[test]
+        fn an_image_is_loaded_once_per_device_for_all_its_kernels() {
+            let (gpu, device) = mock();
+            let mut out = [0u32; 8];
+            for _ in 0..3 {
+                fill(&FILL, Launch::on(&device), &mut out).unwrap();
+                fill(&OTHER, Launch::on(&device), &mut out).unwrap();
+            }
+            assert_eq!(*gpu.images_loaded.lock().unwrap(), 1);
+            assert_eq!(gpu.launches.lock().unwrap().len(), 6);
+            let (other_gpu, other) = mock();
+            fill(&FILL, Launch::on(&other), &mut out).unwrap();
+            assert_eq!(*other_gpu.images_loaded.lock().unwrap(), 1);
+        }
+
+        #[test]
+        fn missing_or_rejected_code_is_no_image_every_time_and_spares_the_rest() {
+            let (_gpu, device) = mock();
+            let mut out = [0u32; 8];
+            for _ in 0..2 {
+                let reason = no_image_reason(fill(&FILL_REJECTED, Launch::on(&device), &mut out));
+                assert_eq!(reason, "the mock rejects this image");
+            }
+            let reason = no_image_reason(fill(&FILL_UNBUILT, Launch::on(&device), &mut out));
+            assert_eq!(reason, "no device image was built (no device toolchain)");
+            let reason = no_image_reason(fill(&MISSING, Launch::on(&device), &mut out));
+            assert_eq!(reason, "no such entry");
+            fill(&FILL, Launch::on(&device), &mut out).unwrap();
+        }
+
+        #[test]
+        fn a_block_beyond_the_entrys_limit_is_refused_before_anything_moves() {
+            let (gpu, device) = mock();
+            let mut out = [0u32; 8];
+            match fill(&FILL, Launch::on(&device).block(1024), &mut out) {
+                Err(Error::InvalidLaunch { kernel, reason, .. }) => {
+                    assert_eq!(kernel, "fill");
+                    assert_eq!(
+                        reason,
+                        "1024 threads per block exceeds the 512 this kernel can run with \
+                         (128 registers per thread)"
+                    );
+                }
+                other => panic!("expected InvalidLaunch, got {other:?}"),
+            }
+            assert_eq!(gpu.live_allocations(), 0);
+            assert!(gpu.launches.lock().unwrap().is_empty());
+        }
+
+        /// A panic is read from the image's record, named, and the record re-armed: with the
+        /// pinned flag the device sets, and with a copy of the record after each launch.
+        #[test]
+        fn a_panicking_thread_fails_its_launch_and_only_that_one() {
+            for maps_pinned in [true, false] {
+                let (gpu, device) = mock();
+                gpu.maps_pinned.store(maps_pinned, Ordering::Relaxed);
+                let mut out = [5u32; 4];
+                gpu.panic_next_launch(record());
+                match fill(&FILL, Launch::on(&device), &mut out) {
+                    Err(Error::KernelFailed {
+                        kernel, message, ..
+                    }) => {
+                        assert_eq!(kernel, "fill");
+                        assert_eq!(
+                            message,
+                            "panicked at src/kernels.rs:12:20 (block (3, 0, 0), thread (231, 0, 0))"
+                        );
+                    }
+                    other => panic!("expected KernelFailed, got {other:?}"),
+                }
+                assert_eq!(out, [5; 4], "a failed launch leaves its outputs alone");
+                fill(&FILL, Launch::on(&device), &mut out).unwrap();
+                assert_eq!(gpu.live_allocations(), 0);
+            }
+        }
+
+        #[test]
+        fn a_released_device_refuses_launches() {
+            let (_gpu, device) = mock();
+            let mut out = [0u32; 8];
+            fill(&FILL, Launch::on(&device), &mut out).unwrap();
+            device.release().unwrap();
+            assert!(matches!(
+                fill(&FILL, Launch::on(&device), &mut out),
+                Err(Error::Released { .. })
+            ));
+        }
     }
 }

@@ -1,16 +1,22 @@
 //! Runtime core of `offload`: device discovery, launch configuration, automatic data movement,
-//! and the backend plugins that run kernels (the CUDA driver, and the host CPU).
+//! and the plugins that run kernels (the CUDA driver, and the host CPU).
 //!
-//! Layering: `kernel::launch` (what the generated launchers call) resolves the device and the
-//! launch shape (`launch`), then hands the arguments either to the host backend, which runs the
-//! kernel's host entry in place on host memory (blocks on rayon, a block's threads as coroutines:
-//! `backend::host::scheduler`), or to `transfer`, which moves the data through any
-//! [`backend::Backend`] plugin and launches the device image there. `stream::enqueue` does the
-//! same on a stream's own queue without waiting. Around them: call-site map kinds (`map`), data
-//! regions (`region`) and their reference-counted present table (`present`), device-resident
-//! data (`DeviceVec`, a stream scope's `DeviceSlice`), page-locked host memory (`PinnedVec`),
-//! and the transfer trace (`trace`).
+//! Layers, each using only those below it:
+//! - plugins (`backend`): one [`backend::Backend`] trait, a plugin per kind of device (CUDA,
+//!   the host CPU), knowing devices, memory, images, packed launches, queues and events; with the
+//!   plain data they share (`image`, `error`);
+//! - mapping (`device`, `loaded`, `kernel`, `transfer`, `present`, `trace`, `report`): devices and
+//!   the code they loaded (with panic records), what launchers hand the runtime, the per-launch
+//!   data movement and the present table, once for every plugin;
+//! - launch API (`launch`, `map`, `region`, `stream`, `device_vec`, `device_slice`, `pinned`):
+//!   launches (what the generated launchers call), map kinds, data regions, streams, device data.
+//!
+//! A launch: `launch::launch` picks the device and shape and gets the kernel's entry
+//! (`device` → `loaded`), `transfer::launch` places the data and calls the plugin
+//! (`backend::cuda`, `backend::host`), which launches. `stream::enqueue` does the same on a
+//! stream's own queue without waiting.
 
+mod aliasing;
 pub mod backend;
 mod device;
 mod device_slice;
@@ -18,7 +24,8 @@ mod device_vec;
 mod error;
 mod image;
 pub mod kernel;
-mod launch;
+pub mod launch;
+mod loaded;
 pub mod map;
 mod pinned;
 mod present;
@@ -28,13 +35,13 @@ pub mod stream;
 pub mod trace;
 mod transfer;
 
-pub use backend::{BackendKind, MemoryInfo};
-pub use device::{default_device, devices, Device};
+pub use backend::{BackendKind, Limits, MemoryInfo, Platform};
+pub use device::{default_device, devices, devices_of, plugins_without_devices, Device};
 pub use device_slice::DeviceSlice;
 pub use device_vec::DeviceVec;
 pub use error::{Error, Result};
 pub use image::{DeviceImage, ImageFormat, ImageSet};
-pub use launch::{Launch, Limits};
+pub use launch::Launch;
 pub use pinned::PinnedVec;
 pub use region::{region, region_on, Mapped, MappedMut, Region};
 pub use report::{last_launch, LaunchReport};

@@ -13,11 +13,9 @@
 //! On the host backend mapping is a no-op: kernels read and write host memory, except that
 //! `to(&mut ..)` and `alloc(..)` results are discarded, as on a GPU.
 
-use crate::device_vec::DeviceVec;
 use crate::kernel::{ArgData, KernelArg, OutKind};
-use crate::region::{Mapped, MappedMut};
 use offload_kernel::DeviceCopy;
-use std::mem::{align_of, size_of};
+use std::mem::size_of;
 
 /// Host data of `T` elements that a map kind or a region can borrow: `&[T]`, `&Vec<T>`, `&[T; N]`.
 #[diagnostic::on_unimplemented(
@@ -25,6 +23,7 @@ use std::mem::{align_of, size_of};
     label = "expected `&[{T}]`, `&Vec<{T}>` or `&[{T}; N]`"
 )]
 pub trait HostSlice<'a, T> {
+    /// The elements.
     fn host_slice(self) -> &'a [T];
 }
 
@@ -34,6 +33,7 @@ pub trait HostSlice<'a, T> {
     label = "expected `&mut [{T}]`, `&mut Vec<{T}>` or `&mut [{T}; N]`"
 )]
 pub trait HostSliceMut<'a, T> {
+    /// The elements.
     fn host_slice_mut(self) -> &'a mut [T];
 }
 
@@ -108,7 +108,6 @@ fn output<'a, T: DeviceCopy>(data: &mut [T], kind: OutKind) -> KernelArg<'a> {
         ptr: data.as_mut_ptr() as *mut u8,
         len: data.len(),
         elem_size: size_of::<T>(),
-        elem_align: align_of::<T>(),
         atomic: false,
         kind,
     })
@@ -198,44 +197,3 @@ macro_rules! wrapped_outputs {
     )*};
 }
 wrapped_outputs!(To => To, From => From, ToFrom => ToFrom, Alloc => Alloc);
-
-impl<T: DeviceCopy> InArg<T> for &DeviceVec<T> {
-    fn into_kernel_arg<'a>(self) -> KernelArg<'a>
-    where
-        Self: 'a,
-    {
-        self.kernel_arg(false)
-    }
-}
-impl<T: DeviceCopy> OutArg<T> for &mut DeviceVec<T> {
-    fn into_kernel_arg<'a>(self) -> KernelArg<'a>
-    where
-        Self: 'a,
-    {
-        self.kernel_arg(true)
-    }
-}
-impl<T: DeviceCopy> InArg<T> for &Mapped<'_, T> {
-    fn into_kernel_arg<'a>(self) -> KernelArg<'a>
-    where
-        Self: 'a,
-    {
-        self.kernel_arg()
-    }
-}
-impl<T: DeviceCopy> InArg<T> for &MappedMut<'_, T> {
-    fn into_kernel_arg<'a>(self) -> KernelArg<'a>
-    where
-        Self: 'a,
-    {
-        self.kernel_arg(false)
-    }
-}
-impl<T: DeviceCopy> OutArg<T> for &mut MappedMut<'_, T> {
-    fn into_kernel_arg<'a>(self) -> KernelArg<'a>
-    where
-        Self: 'a,
-    {
-        self.kernel_arg(true)
-    }
-}

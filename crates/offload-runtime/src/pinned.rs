@@ -4,7 +4,7 @@
 //! ordinary heap allocation.
 
 use crate::backend::Backend;
-use crate::{devices, Result};
+use crate::{devices, Device, Result};
 use offload_kernel::DeviceCopy;
 use std::alloc::{alloc, dealloc, handle_alloc_error, Layout};
 use std::mem::size_of;
@@ -55,7 +55,10 @@ impl<T: DeviceCopy> PinnedVec<T> {
                 pinned_by: None,
             });
         }
-        let gpu = devices().iter().find_map(|d| d.offload_backend());
+        let gpu = devices()
+            .iter()
+            .find(|d| !d.memory_is_host())
+            .map(Device::backend);
         let (ptr, pinned_by) = match gpu {
             // Page-locked allocations are page aligned, which suits any `T`.
             Some(backend) => (backend.alloc_pinned(bytes)? as *mut T, Some(backend)),

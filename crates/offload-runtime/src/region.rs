@@ -15,11 +15,11 @@
 use crate::backend::{Backend, DevicePtr};
 use crate::device::{default_device, Device};
 use crate::kernel::KernelArg;
-use crate::map::{HostSlice, HostSliceMut};
+use crate::map::{HostSlice, HostSliceMut, InArg, OutArg};
 use crate::present::{self, Key};
-use crate::{trace, Error, Result};
+use crate::trace::{self, CopySource};
+use crate::{Error, Result};
 use offload_kernel::DeviceCopy;
-use std::alloc::Layout;
 use std::marker::PhantomData;
 use std::mem::size_of;
 use std::sync::Mutex;
@@ -30,17 +30,18 @@ const REGION: &str = "offload::region";
 
 /// Run `body` in a data region on the default device: what it maps through [`Region`] stays on
 /// the device until it returns (longer if an enclosing region mapped it too), and `from`/`tofrom`
-/// data is copied back at its final unmap if `body` returned `Ok`, not if it failed.
+/// data is copied back at its final unmap if `body` returned `Ok`, not if it failed (the example
+/// runs as a doctest of the `offload` crate's docs):
 ///
 /// ```ignore
-/// offload::region(|r| {
-///     let x = r.to(&x)?;
-///     let mut y = r.tofrom(&mut y)?;
+/// offload::region(|r| {                 // or offload::region_on(&device, |r| ...)
+///     let x = r.to(&x)?;                // copied in at the first map
+///     let mut y = r.tofrom(&mut y)?;    // copied in now, back when the region ends
 ///     for _ in 0..100 {
 ///         kernels::saxpy(2.0, &x, &mut y)?;   // nothing moves
 ///     }
 ///     Ok(())
-/// })?;                                       // y is copied back here, once
+/// })?;                                  // y is back on the host, copied once
 /// ```
 pub fn region<'data, R>(body: impl FnOnce(&Region<'data>) -> Result<R>) -> Result<R> {
     region_on(&default_device()?, body)
@@ -68,8 +69,8 @@ pub struct Region<'data> {
     device: Device,
     /// The present-table entries this region holds a count on, in map order.
     held: Mutex<Vec<Key>>,
-    /// On the host device, the zeroed buffers standing in for `alloc` maps.
-    scratch: Mutex<Vec<HostScratch>>,
+    /// On a device whose memory is the host's, the zeroed buffers standing in for `alloc` maps.
+    scratch: Mutex<Vec<DevicePtr>>,
     /// Invariant in `'data`: the region copies back into the borrowed data after `body`, so no
     /// shorter borrow may be mapped.
     _data: PhantomData<fn(&'data ()) -> &'data ()>,
@@ -85,6 +86,7 @@ enum Kind {
 }
 
 impl<'data> Region<'data> {
+    /// The device the region maps data on.
     pub fn device(&self) -> &Device {
         &self.device
     }
@@ -131,8 +133,8 @@ impl<'data> Region<'data> {
 
     fn map_mut<T: DeviceCopy>(&self, data: &'data mut [T], kind: Kind) -> Result<MappedMut<'_, T>> {
         let (host, len) = (data.as_mut_ptr(), data.len());
-        let addr = if kind == Kind::Alloc && !self.device.is_gpu() {
-            self.host_scratch(Layout::array::<T>(len).expect("the slice exists"))
+        let addr = if kind == Kind::Alloc && self.device.memory_is_host() {
+            self.host_scratch(size_of_val(data))?
         } else {
             self.map(host as *mut u8, size_of_val(data), kind)?
         };
@@ -145,12 +147,13 @@ impl<'data> Region<'data> {
         })
     }
 
-    /// Maps `bytes` host bytes at `host` (the device address of their copy; on the host device,
-    /// `host` itself).
+    /// Maps `bytes` host bytes at `host` (the device address of their copy; on a device whose
+    /// memory is the host's, `host` itself).
     fn map(&self, host: *mut u8, bytes: usize, kind: Kind) -> Result<u64> {
-        let Some(backend) = self.device.offload_backend() else {
-            return Ok(host as u64);
-        };
+        if self.device.memory_is_host() {
+            return Ok(host as usize as u64);
+        }
+        let backend = self.device.backend();
         if bytes == 0 {
             return Ok(0);
         }
@@ -193,34 +196,34 @@ impl<'data> Region<'data> {
         self.held.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// A zeroed host buffer for an `alloc` map on the host device, freed with the region.
-    fn host_scratch(&self, layout: Layout) -> u64 {
-        if layout.size() == 0 {
-            return layout.align() as u64;
+    /// A zeroed buffer of `bytes` for an `alloc` map on a device whose memory is the host's,
+    /// freed with the region.
+    fn host_scratch(&self, bytes: usize) -> Result<u64> {
+        if bytes == 0 {
+            return Ok(0);
         }
-        // SAFETY: the size is not zero.
-        let ptr = unsafe { std::alloc::alloc_zeroed(layout) };
-        if ptr.is_null() {
-            std::alloc::handle_alloc_error(layout);
-        }
+        let backend = self.device.backend();
+        let ptr = backend.alloc(REGION, bytes)?;
         self.scratch
             .lock()
             .unwrap_or_else(|p| p.into_inner())
-            .push(HostScratch { ptr, layout });
-        ptr as u64
+            .push(ptr);
+        // SAFETY: `ptr` holds `bytes`.
+        unsafe { backend.fill_zero(ptr, bytes)? };
+        Ok(ptr.0)
     }
 
     /// Releases every map, copying `from`/`tofrom` data back at final unmaps when `copy_back`.
     /// The first error is returned; every map is released regardless.
     fn close(&self, copy_back: bool) -> Result<()> {
         let held = std::mem::take(&mut *self.held_keys());
-        self.scratch
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .clear();
-        let Some(backend) = self.device.offload_backend() else {
-            return Ok(());
-        };
+        let backend = self.device.backend();
+        let scratch = std::mem::take(&mut *self.scratch.lock().unwrap_or_else(|p| p.into_inner()));
+        for ptr in scratch {
+            // SAFETY: allocated by `host_scratch`; the region's launches have completed (plain
+            // launches wait, and handles cannot leave the region).
+            unsafe { backend.free(ptr) };
+        }
         let mut result = Ok(());
         for key in held.into_iter().rev() {
             let last = present::table().release(key);
@@ -260,27 +263,19 @@ fn fill(
             // Complete before the map returns: a copy from page-locked memory is only queued, and
             // a region that launches nothing would otherwise hand the borrow back mid-copy.
             backend.synchronize()?;
-            trace::copy_to_device(device_id, backend.name(), host, bytes, start.elapsed());
+            trace::copy_to_device(
+                device_id,
+                backend.name(),
+                host,
+                bytes,
+                start.elapsed(),
+                CopySource::RegionMap,
+            );
             Ok(())
         }
         // SAFETY: `device` holds `bytes`.
         Kind::From | Kind::Alloc => unsafe { backend.fill_zero(device, bytes) },
         Kind::Present => unreachable!("present data is never filled"),
-    }
-}
-
-struct HostScratch {
-    ptr: *mut u8,
-    layout: Layout,
-}
-
-// SAFETY: a plain heap buffer, owned.
-unsafe impl Send for HostScratch {}
-
-impl Drop for HostScratch {
-    fn drop(&mut self) {
-        // SAFETY: allocated with this layout by `host_scratch`.
-        unsafe { std::alloc::dealloc(self.ptr, self.layout) };
     }
 }
 
@@ -303,15 +298,17 @@ impl<'r, T: DeviceCopy> Mapped<'r, T> {
         }
     }
 
+    /// Number of elements mapped.
     pub fn len(&self) -> usize {
         self.len
     }
 
+    /// Whether it maps no element.
     pub fn is_empty(&self) -> bool {
         self.len == 0
     }
 
-    pub(crate) fn kernel_arg<'a>(&self) -> KernelArg<'a> {
+    fn kernel_arg<'a>(&self) -> KernelArg<'a> {
         KernelArg::resident::<T>(self.device, self.addr, self.len, false)
     }
 }
@@ -334,15 +331,17 @@ unsafe impl<T: Send> Send for MappedMut<'_, T> {}
 unsafe impl<T: Sync> Sync for MappedMut<'_, T> {}
 
 impl<T: DeviceCopy> MappedMut<'_, T> {
+    /// Number of elements mapped.
     pub fn len(&self) -> usize {
         self.len
     }
 
+    /// Whether it maps no element.
     pub fn is_empty(&self) -> bool {
         self.len == 0
     }
 
-    pub(crate) fn kernel_arg<'a>(&self, writable: bool) -> KernelArg<'a> {
+    fn kernel_arg<'a>(&self, writable: bool) -> KernelArg<'a> {
         KernelArg::resident::<T>(self.device.id(), self.addr, self.len, writable)
     }
 
@@ -355,7 +354,8 @@ impl<T: DeviceCopy> MappedMut<'_, T> {
     /// map on the host device, shows the scratch copy's host data instead (it never changes).
     pub fn update_from(&mut self) -> Result<&[T]> {
         let bytes = self.len * size_of::<T>();
-        if let (Some(backend), true) = (self.device.offload_backend(), bytes > 0) {
+        if !self.device.memory_is_host() && bytes > 0 {
+            let backend = self.device.backend();
             let start = Instant::now();
             // SAFETY: the handle holds the host data's `&mut` borrow and the device copy.
             unsafe { backend.copy_from_device(self.host as *mut u8, DevicePtr(self.addr), bytes)? };
@@ -375,8 +375,8 @@ impl<T: DeviceCopy> MappedMut<'_, T> {
     pub fn update_to(&mut self, write: impl FnOnce(&mut [T])) -> Result<()> {
         write(self.host());
         let bytes = self.len * size_of::<T>();
-        match self.device.offload_backend() {
-            Some(backend) if bytes > 0 => {
+        match self.device.backend() {
+            backend if !backend.memory_is_host() && bytes > 0 => {
                 let start = Instant::now();
                 // SAFETY: the handle holds the host data's borrow and the device copy; the host
                 // bytes stay unchanged until the synchronize below.
@@ -391,6 +391,7 @@ impl<T: DeviceCopy> MappedMut<'_, T> {
                     self.host as *const u8,
                     bytes,
                     start.elapsed(),
+                    CopySource::RegionUpdate,
                 );
                 Ok(())
             }
@@ -399,28 +400,62 @@ impl<T: DeviceCopy> MappedMut<'_, T> {
     }
 }
 
+impl<T: DeviceCopy> InArg<T> for &Mapped<'_, T> {
+    fn into_kernel_arg<'a>(self) -> KernelArg<'a>
+    where
+        Self: 'a,
+    {
+        self.kernel_arg()
+    }
+}
+
+impl<T: DeviceCopy> InArg<T> for &MappedMut<'_, T> {
+    fn into_kernel_arg<'a>(self) -> KernelArg<'a>
+    where
+        Self: 'a,
+    {
+        self.kernel_arg(false)
+    }
+}
+
+impl<T: DeviceCopy> OutArg<T> for &mut MappedMut<'_, T> {
+    fn into_kernel_arg<'a>(self) -> KernelArg<'a>
+    where
+        Self: 'a,
+    {
+        self.kernel_arg(true)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     //! The mapping semantics on the mock GPU plugin, counted through the trace counters.
     use super::*;
-    use crate::backend::mock::MockGpu;
-    use crate::kernel::{launch, Kernel};
-    use crate::map::{alloc, from, present, to, InArg, OutArg};
+    use crate::backend::mock::{MockGpu, MOCK_TARGET};
+    use crate::backend::PackedArgs;
+    use crate::kernel::Kernel;
+    use crate::launch::launch;
+    use crate::map::{alloc, from, present, to};
     use crate::trace::{thread_counters, Counters};
-    use crate::{ImageSet, Launch};
+    use crate::{DeviceImage, ImageFormat, ImageSet, Launch};
     use std::sync::Arc;
 
-    static NO_IMAGES: ImageSet = ImageSet {
-        images: &[],
-        kernels: &[],
-        unavailable: Some("mock"),
+    static MOCK_IMAGES: ImageSet = ImageSet {
+        images: &[DeviceImage {
+            format: ImageFormat::Ptx,
+            target: MOCK_TARGET,
+            bytes: b"mock image",
+        }],
+        kernels: &["saxpy"],
+        unavailable: None,
     };
     /// Never runs on the mock: its launches only record their parameters.
-    unsafe fn no_host_thread(_: &[KernelArg<'_>]) {}
+    unsafe fn no_host_thread(_: &PackedArgs) {}
     static SAXPY: Kernel = Kernel {
         name: "saxpy",
-        images: &NO_IMAGES,
+        images: &MOCK_IMAGES,
         host_thread: no_host_thread,
+        params: &["a", "x", "y"],
     };
 
     fn mock(capacity: usize) -> (Arc<MockGpu>, Device) {
@@ -480,8 +515,15 @@ mod tests {
         assert_eq!(counted.launches, 100);
         assert_eq!(gpu.live_allocations(), 0);
         // Every launch saw the region's device copies.
-        let launches = gpu.launches.lock().unwrap();
-        assert!(launches.windows(2).all(|w| w[0] == w[1]), "{launches:?}");
+        let addresses: Vec<(u64, u64)> = gpu
+            .launches
+            .lock()
+            .unwrap()
+            .iter()
+            // SAFETY: parameters 1 and 3 are the words of x's and y's addresses.
+            .map(|args| unsafe { (args.read::<u64>(1), args.read::<u64>(3)) })
+            .collect();
+        assert!(addresses.windows(2).all(|w| w[0] == w[1]), "{addresses:?}");
     }
 
     #[test]
@@ -602,7 +644,8 @@ mod tests {
             let mut yd = r.tofrom(&mut y)?;
             saxpy(&device, 0.0, &[0.0f32; 4], &mut yd)?;
             // Write y's device copy behind the mock's back, as a kernel would.
-            let addr = gpu.launches.lock().unwrap()[0][2];
+            // SAFETY: parameter 3 is the word of y's address.
+            let addr = unsafe { gpu.launches.lock().unwrap()[0].read::<u64>(3) };
             assert_eq!(
                 gpu.read(DevicePtr(addr), 16),
                 1.0f32.to_ne_bytes().repeat(4)
@@ -646,6 +689,20 @@ mod tests {
         assert_eq!(counted.bytes_to_device + counted.bytes_from_device, 0);
         v.copy_from_host(&[4, 5, 6]).unwrap();
         assert_eq!(v.to_vec().unwrap(), [4, 5, 6]);
+        // Part of it, at an element offset of the device allocation.
+        v.copy_from_host_at(1, &[9, 8]).unwrap();
+        let mut tail = [0; 2];
+        v.copy_to_host_at(1, &mut tail).unwrap();
+        assert_eq!((v.to_vec().unwrap(), tail), (vec![4, 9, 8], [9, 8]));
+        assert!(matches!(
+            v.copy_to_host_at(2, &mut tail),
+            Err(Error::OutOfRange {
+                start: 2,
+                end: 4,
+                len: 3,
+                ..
+            })
+        ));
         assert!(matches!(
             v.copy_from_host(&[1]),
             Err(Error::LengthMismatch {

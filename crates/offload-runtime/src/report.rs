@@ -1,33 +1,41 @@
 //! What the last launch on this thread did: bytes moved and where the time went. For benchmarks
 //! and for checking that data moved as expected.
 
-use crate::device::Device;
-use crate::launch::Shape;
+use crate::backend::Shape;
 use offload_kernel::Dim3;
 use std::cell::RefCell;
 use std::time::Duration;
 
+/// What one launch did: its shape, the bytes it moved and where the time went.
 #[derive(Clone, Debug, Default)]
 pub struct LaunchReport {
+    /// The kernel launched.
     pub kernel: &'static str,
+    /// The name of the device it ran on.
     pub device: String,
+    /// Blocks in the grid (`None` before a shape was chosen).
     pub grid: Option<Dim3>,
+    /// Threads in a block (`None` before a shape was chosen).
     pub block: Option<Dim3>,
+    /// Bytes copied to the device for the launch.
     pub bytes_to_device: usize,
+    /// Bytes copied back after it.
     pub bytes_from_device: usize,
+    /// Time of the copies to the device.
     pub time_to_device: Duration,
     /// From submitting the kernel to its completion, measured on the host after the device had
     /// drained every earlier operation (so it includes launch latency, a few microseconds).
     pub kernel_time: Duration,
+    /// Time of the copies back.
     pub time_from_device: Duration,
 }
 
 impl LaunchReport {
     /// The report of a launch of `kernel` on `device` in `shape`, before anything is measured.
-    pub(crate) fn new(kernel: &'static str, device: &Device, shape: Shape) -> Self {
+    pub(crate) fn new(kernel: &'static str, device: &str, shape: Shape) -> Self {
         LaunchReport {
             kernel,
-            device: device.name().to_string(),
+            device: device.to_string(),
             grid: Some(shape.grid),
             block: Some(shape.block),
             ..LaunchReport::default()

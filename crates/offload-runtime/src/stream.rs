@@ -20,17 +20,18 @@
 //! it. The host device runs each launch when it is queued, so its streams are complete when a
 //! call returns.
 
-use crate::backend::{Backend, DevicePtr, QueueEvent};
+use crate::backend::{Backend, DevicePtr, QueueEvent, Shape};
 use crate::device::{check_resident, Device};
 use crate::device_slice::{DeviceSlice, ScopeAllocation};
 use crate::kernel::{Kernel, KernelArg, OutKind};
 use crate::launch::Launch;
+use crate::loaded::{Entry, LoadedImage};
 use crate::report::LaunchReport;
-use crate::transfer::{kernel_params, HostData};
+use crate::transfer::{kernel_failed, pack, HostData};
 use crate::{Error, Result};
 use offload_kernel::DeviceCopy;
 use std::marker::PhantomData;
-use std::mem::{align_of, size_of, size_of_val};
+use std::mem::{size_of, size_of_val};
 use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -74,13 +75,9 @@ pub struct StreamScope<'scope, 'env: 'scope> {
 impl<'scope> StreamScope<'scope, '_> {
     /// A new stream on `device`, independent of every other stream.
     pub fn stream(&'scope self, device: &Device) -> Result<Stream<'scope>> {
-        let backend = match device.offload_backend() {
-            None => None,
-            Some(b) => Some(b.new_queue()?),
-        };
         let queue = Arc::new(Queue {
             device: device.clone(),
-            backend,
+            backend: device.backend().new_queue()?,
             launched: Mutex::new(Vec::new()),
             allocations: Mutex::new(Vec::new()),
         });
@@ -104,10 +101,11 @@ pub struct Stream<'scope> {
 
 struct Queue {
     device: Device,
-    /// The device's queue; `None` on the host, which runs launches when they are queued.
-    backend: Option<Arc<dyn Backend>>,
-    /// Kernels queued since the last synchronization: whose panic records to read then.
-    launched: Mutex<Vec<&'static Kernel>>,
+    /// The device's queue.
+    backend: Arc<dyn Backend>,
+    /// Kernels queued since the last synchronization, with their images: whose panic records to
+    /// read then.
+    launched: Mutex<Vec<(&'static str, Arc<LoadedImage>)>>,
     /// Memory of the device slices this stream made, released when the scope drops the queue
     /// (after waiting for every stream of the scope).
     allocations: Mutex<Vec<ScopeAllocation>>,
@@ -116,9 +114,7 @@ struct Queue {
 impl Queue {
     /// Wait for the queued work, then report a kernel that panicked in it.
     fn synchronize(&self) -> Result<()> {
-        let Some(backend) = &self.backend else {
-            return Ok(());
-        };
+        let backend = &*self.backend;
         let launched =
             std::mem::take(&mut *self.launched.lock().unwrap_or_else(|p| p.into_inner()));
         let failed = |kernel: &'static str, message: String| Error::KernelFailed {
@@ -130,26 +126,26 @@ impl Queue {
             // A fault surfaces at the first synchronization after it: name the stream's kernels.
             return Err(match launched.first() {
                 None => e,
-                Some(first) => {
-                    let names: Vec<&str> = launched.iter().map(|k| k.name).collect();
+                Some(&(first, _)) => {
+                    let names: Vec<&str> = launched.iter().map(|(name, _)| *name).collect();
                     failed(
-                        first.name,
+                        first,
                         format!("{e} (kernels queued on the stream: {})", names.join(", ")),
                     )
                 }
             });
         }
         // Not while a plain launch on the device waits for its own panic report.
-        let _reading = backend.launch_lock();
-        let mut checked: Vec<*const crate::ImageSet> = Vec::new();
-        for kernel in launched {
+        let _reading = self.device.launch_lock();
+        let mut checked: Vec<*const LoadedImage> = Vec::new();
+        for (kernel, image) in launched {
             // One panic record per image: read each once.
-            if checked.contains(&(kernel.images as *const _)) {
+            if checked.contains(&Arc::as_ptr(&image)) {
                 continue;
             }
-            checked.push(kernel.images);
-            if let Some(message) = backend.take_panic(kernel)? {
-                return Err(failed(kernel.name, message));
+            checked.push(Arc::as_ptr(&image));
+            if let Some(message) = image.take_panic(backend)? {
+                return Err(failed(kernel, message));
             }
         }
         Ok(())
@@ -157,6 +153,7 @@ impl Queue {
 }
 
 impl<'scope> Stream<'scope> {
+    /// The device the stream queues work on.
     pub fn device(&self) -> &Device {
         &self.queue.device
     }
@@ -171,19 +168,16 @@ impl<'scope> Stream<'scope> {
     /// [`crate::PinnedVec`] the copy runs asynchronously; from ordinary memory it is staged.
     pub fn upload<T: DeviceCopy>(&self, src: &'scope [T]) -> Result<DeviceSlice<'scope, T>> {
         let slice = self.alloc_zeroed_unqueued::<T>(src.len(), false, "offload::Stream::upload")?;
-        if let (Some(queue), false) = (&self.queue.backend, src.is_empty()) {
+        if !src.is_empty() {
             // SAFETY: the slice holds `src.len()` elements; `src` is borrowed for the scope,
             // which waits for the copy.
             unsafe {
-                queue.copy_to_device(
+                self.queue.backend.copy_to_device(
                     DevicePtr(slice.addr),
                     src.as_ptr() as *const u8,
                     size_of_val(src),
                 )?
             };
-        } else if !src.is_empty() {
-            // SAFETY: host memory of `src.len()` elements, fresh, so not overlapping `src`.
-            unsafe { std::ptr::copy_nonoverlapping(src.as_ptr(), slice.addr as *mut T, src.len()) };
         }
         Ok(slice)
     }
@@ -193,8 +187,7 @@ impl<'scope> Stream<'scope> {
         self.alloc_zeroed_unqueued(len, true, "offload::Stream::alloc_zeroed")
     }
 
-    /// A device slice of `len` elements; zeroed on the queue when `zero` (host memory is always
-    /// zeroed).
+    /// A device slice of `len` elements; zeroed on the queue when `zero`.
     fn alloc_zeroed_unqueued<T: DeviceCopy>(
         &self,
         len: usize,
@@ -206,19 +199,14 @@ impl<'scope> Stream<'scope> {
         if bytes == 0 {
             return Ok(DeviceSlice::new(device_id, 0, len));
         }
-        let allocation = match &self.queue.backend {
-            Some(queue) => {
-                let ptr = queue.alloc(what, bytes)?;
-                let allocation = ScopeAllocation::Gpu(queue.clone(), ptr);
-                if zero {
-                    // SAFETY: `ptr` holds `bytes`.
-                    unsafe { queue.fill_zero(ptr, bytes)? };
-                }
-                allocation
-            }
-            None => ScopeAllocation::host(bytes, align_of::<T>()),
-        };
-        let addr = allocation.addr();
+        let queue = &self.queue.backend;
+        let ptr = queue.alloc(what, bytes)?;
+        let allocation = ScopeAllocation::new(queue.clone(), ptr);
+        if zero {
+            // SAFETY: `ptr` holds `bytes`.
+            unsafe { queue.fill_zero(ptr, bytes)? };
+        }
+        let addr = ptr.0;
         self.queue
             .allocations
             .lock()
@@ -252,90 +240,69 @@ impl<'scope> Stream<'scope> {
         if dst.is_empty() {
             return Ok(());
         }
-        match &self.queue.backend {
-            // SAFETY: `src` holds `dst.len()` elements; `dst` is borrowed for the scope, which
-            // waits for the copy.
-            Some(queue) => unsafe {
-                queue.copy_from_device(
-                    dst.as_mut_ptr() as *mut u8,
-                    DevicePtr(src.addr),
-                    size_of_val(dst),
-                )
-            },
-            None => {
-                // SAFETY: host memory of `dst.len()` elements owned by the scope; `dst` is a
-                // distinct `&mut` borrow, so they do not overlap.
-                unsafe {
-                    std::ptr::copy_nonoverlapping(src.addr as *const T, dst.as_mut_ptr(), dst.len())
-                };
-                Ok(())
-            }
+        // SAFETY: `src` holds `dst.len()` elements; `dst` is borrowed for the scope, which waits
+        // for the copy.
+        unsafe {
+            self.queue.backend.copy_from_device(
+                dst.as_mut_ptr() as *mut u8,
+                DevicePtr(src.addr),
+                size_of_val(dst),
+            )
         }
     }
 
     /// Order the work queued from now on after the work queued on the device's own queue (where
     /// `DeviceVec`s and data regions allocate and copy).
     fn after_device_queue(&self) -> Result<()> {
-        if let (Some(queue), Some(device)) =
-            (&self.queue.backend, self.queue.device.offload_backend())
-        {
-            queue.wait_event(&*device.record_event()?)?;
-        }
-        Ok(())
+        let device_queue = self.queue.device.backend().record_event()?;
+        self.queue.backend.wait_event(&*device_queue)
     }
 
     /// A mark after the work queued so far.
     pub fn record(&self) -> Result<Event> {
-        Ok(Event(match &self.queue.backend {
-            None => EventKind::Host(Instant::now()),
-            Some(backend) => EventKind::Queue(backend.record_event()?),
-        }))
+        Ok(Event {
+            device_id: self.queue.device.id(),
+            event: self.queue.backend.record_event()?,
+        })
     }
 
     /// Make the work queued on this stream from now on wait for `event`, recorded on any stream
-    /// of the same device (host events are complete when recorded).
+    /// (of another device, the calling thread waits for it here).
     pub fn wait(&self, event: &Event) -> Result<()> {
-        match (&event.0, &self.queue.backend) {
-            (EventKind::Host(_), _) => Ok(()),
-            (EventKind::Queue(e), Some(backend)) => backend.wait_event(&**e),
-            // The host runs what is queued at once: wait here.
-            (EventKind::Queue(e), None) => e.synchronize(),
+        if event.device_id == self.queue.device.id() {
+            self.queue.backend.wait_event(&*event.event)
+        } else {
+            event.synchronize()
         }
     }
 }
 
 /// A point in a stream, from [`Stream::record`]: to wait for, or to time the work between two.
-pub struct Event(EventKind);
-
-enum EventKind {
-    Host(Instant),
-    Queue(Box<dyn QueueEvent>),
+pub struct Event {
+    device_id: usize,
+    event: Box<dyn QueueEvent>,
 }
 
 impl Event {
     /// Wait until the work before the event has run.
     pub fn synchronize(&self) -> Result<()> {
-        match &self.0 {
-            EventKind::Host(_) => Ok(()),
-            EventKind::Queue(e) => e.synchronize(),
-        }
+        self.event.synchronize()
     }
 
     /// Time from `start`, an earlier event of the same device, to this event (waits for both).
     /// On a GPU measured by the device; on the host, between the two `record` calls.
     pub fn elapsed_since(&self, start: &Event) -> Result<Duration> {
-        match (&start.0, &self.0) {
-            (EventKind::Host(a), EventKind::Host(b)) => Ok(b.saturating_duration_since(*a)),
-            (EventKind::Queue(a), EventKind::Queue(b)) => b.elapsed_since(&**a),
-            _ => Err(Error::NoDevice(
+        if start.device_id != self.device_id {
+            return Err(Error::NoDevice(
                 "timing events of two different devices".to_string(),
-            )),
+            ));
         }
+        self.event.elapsed_since(&*start.event)
     }
 }
 
 /// Queue `kernel` with `args` on `stream` (what the generated `enqueue` calls): as
-/// [`crate::kernel::launch`], on the stream's device, without waiting.
+/// [`crate::launch::launch`], on the stream's device, without waiting.
 pub fn enqueue(
     kernel: &'static Kernel,
     stream: &Stream<'_>,
@@ -356,21 +323,14 @@ pub fn enqueue(
             });
         }
     }
-    let shape = launch.resolve(kernel.name, device, args)?;
-    let mut report = LaunchReport::new(kernel.name, device, shape);
-    let Some(backend) = &stream.queue.backend else {
-        let start = Instant::now();
-        crate::backend::host::run(kernel, device, shape, args)?;
-        report.kernel_time = start.elapsed();
-        crate::report::record(report);
-        return Ok(());
-    };
-    let backend = &**backend;
+    let (shape, entry) = launch.prepare(kernel, device, args)?;
+    let mut report = LaunchReport::new(kernel.name, device.name(), shape);
+    let backend = &*stream.queue.backend;
     let mut buffers = Vec::with_capacity(args.len());
     let queued = queue_launch(
         stream,
-        backend,
         kernel,
+        &entry,
         shape,
         args,
         &mut buffers,
@@ -387,7 +347,7 @@ pub fn enqueue(
         .launched
         .lock()
         .unwrap_or_else(|p| p.into_inner())
-        .push(kernel);
+        .push((kernel.name, entry.image));
     crate::report::record(report);
     Ok(())
 }
@@ -398,55 +358,60 @@ pub fn enqueue(
 /// is refused (pass the region's mapped handle instead).
 fn queue_launch(
     stream: &Stream<'_>,
-    backend: &dyn Backend,
     kernel: &'static Kernel,
-    shape: crate::launch::Shape,
+    entry: &Entry,
+    shape: Shape,
     args: &[KernelArg<'_>],
     buffers: &mut Vec<DevicePtr>,
     report: &mut LaunchReport,
 ) -> Result<()> {
     let device = &stream.queue.device;
+    let backend = &*stream.queue.backend;
     let mut copy_back = Vec::new();
-    let (params, resident) = kernel_params(kernel, device.id(), device.name(), args, |data| {
-        match data {
-            HostData::Input {
-                present_only: true, ..
-            } => Err(Error::InvalidLaunch {
-                kernel: kernel.name,
-                device: device.name().to_string(),
-                reason: "a stream does not look data regions up: pass the region's mapped \
-                         handle instead of present(..)"
-                    .to_string(),
-            }),
-            HostData::Input { ptr, bytes, .. } => {
-                let d = alloc(backend, kernel, bytes, buffers)?;
-                // SAFETY: the host slice is borrowed for the stream's scope, which outlives the
-                // copy; `d` holds `bytes`.
+    let (params, resident) = pack(device, kernel.name, args, |data| match data {
+        HostData::Input {
+            present_only: true, ..
+        } => Err(Error::InvalidLaunch {
+            kernel: kernel.name,
+            device: device.name().to_string(),
+            reason: "a stream does not look data regions up: pass the region's mapped \
+                     handle instead of present(..)"
+                .to_string(),
+        }),
+        HostData::Input { ptr, bytes, .. } => {
+            let d = alloc(backend, kernel, bytes, buffers)?;
+            // SAFETY: the host slice is borrowed for the stream's scope, which outlives the
+            // copy; `d` holds `bytes`.
+            unsafe { backend.copy_to_device(d, ptr, bytes)? };
+            report.bytes_to_device += bytes;
+            Ok(d)
+        }
+        HostData::Output { ptr, bytes, kind } => {
+            let d = alloc(backend, kernel, bytes, buffers)?;
+            if matches!(kind, OutKind::ToFrom | OutKind::To) {
+                // SAFETY: as for `&[T]` above.
                 unsafe { backend.copy_to_device(d, ptr, bytes)? };
                 report.bytes_to_device += bytes;
-                Ok(d)
+            } else {
+                // SAFETY: `d` holds `bytes`.
+                unsafe { backend.fill_zero(d, bytes)? };
             }
-            HostData::Output { ptr, bytes, kind } => {
-                let d = alloc(backend, kernel, bytes, buffers)?;
-                if matches!(kind, OutKind::ToFrom | OutKind::To) {
-                    // SAFETY: as for `&[T]` above.
-                    unsafe { backend.copy_to_device(d, ptr, bytes)? };
-                    report.bytes_to_device += bytes;
-                } else {
-                    // SAFETY: `d` holds `bytes`.
-                    unsafe { backend.fill_zero(d, bytes)? };
-                }
-                if matches!(kind, OutKind::ToFrom | OutKind::From) {
-                    copy_back.push((ptr, d, bytes));
-                }
-                Ok(d)
+            if matches!(kind, OutKind::ToFrom | OutKind::From) {
+                copy_back.push((ptr, d, bytes));
             }
+            Ok(d)
         }
     })?;
     if resident > 0 {
         stream.after_device_queue()?;
     }
-    backend.launch(kernel, shape, &params)?;
+    let launched = Instant::now();
+    // SAFETY: `params` were packed from the arguments of this kernel's launcher; the buffers
+    // they name are freed after the queued work, and the host data they name stays borrowed for
+    // the stream's scope.
+    unsafe { backend.launch(entry.handle, shape, &params) }
+        .map_err(|e| kernel_failed(kernel.name, e))?;
+    report.kernel_time = launched.elapsed();
     for (host, device, bytes) in copy_back {
         report.bytes_from_device += bytes;
         // SAFETY: the `&mut` host slice is borrowed for the stream's scope, which waits for the

@@ -18,9 +18,13 @@ use std::time::Duration;
 /// what happened in between.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Counters {
+    /// Bytes copied from the host to devices.
     pub bytes_to_device: u64,
+    /// Bytes copied from devices to the host.
     pub bytes_from_device: u64,
+    /// Copies from the host to devices.
     pub copies_to_device: u64,
+    /// Copies from devices to the host.
     pub copies_from_device: u64,
     /// Host data given a device copy (a data region's map, or a launch argument not present).
     pub maps: u64,
@@ -30,6 +34,7 @@ pub struct Counters {
     pub present_hits: u64,
     /// Copies to the device of bytes it already held (counted only while the trace is on).
     pub redundant_copies: u64,
+    /// Kernel launches.
     pub launches: u64,
 }
 
@@ -196,13 +201,60 @@ fn digest(bytes: &[u8]) -> u64 {
         .fold(h, |acc, lane| (acc ^ lane).wrapping_mul(K).rotate_left(31))
 }
 
-/// `bytes` host bytes at `host` were copied to device `device_id`.
+/// What sent host bytes to a device: each kind of copy has its own way to avoid repeating it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum CopySource {
+    /// A launch argument that no data region had mapped.
+    LaunchArgument,
+    /// A data region's first map (`Region::to`, `tofrom`).
+    RegionMap,
+    /// `MappedMut::update_to`.
+    RegionUpdate,
+    /// `DeviceVec::from_slice` or `copy_from_host`.
+    DeviceVec,
+}
+
+impl CopySource {
+    /// How to move these bytes once, for the redundant-copy warning.
+    fn remedy(self) -> &'static str {
+        match self {
+            CopySource::LaunchArgument => {
+                "map them once in a data region (offload::region) or keep them on the device in a \
+                 DeviceVec"
+            }
+            CopySource::RegionMap => {
+                "map them in one region around all the launches that use them (a region per \
+                 iteration copies them each time)"
+            }
+            CopySource::RegionUpdate => {
+                "call update_to only after the host changed them (the device copy is current)"
+            }
+            CopySource::DeviceVec => {
+                "keep using the DeviceVec that holds them (pass &dv to the kernels) instead of \
+                 uploading them again"
+            }
+        }
+    }
+}
+
+/// The warning for `bytes` at `host` sent to `device` again, unchanged, by `source`.
+fn redundant_warning(bytes: usize, host: *const u8, device: &str, source: CopySource) -> String {
+    format!(
+        "WARNING: {bytes} B at host {:#x} went to {device} again, unchanged since they last \
+         moved: {}",
+        host as usize,
+        source.remedy()
+    )
+}
+
+/// `bytes` host bytes at `host` were copied to device `device_id` by `source`.
 pub(crate) fn copy_to_device(
     device_id: usize,
     device: &str,
     host: *const u8,
     bytes: usize,
     time: Duration,
+    source: CopySource,
 ) {
     add(Field::BytesTo, bytes as u64);
     add(Field::CopiesTo, 1);
@@ -222,9 +274,8 @@ pub(crate) fn copy_to_device(
     if seen.insert(key, sum) == Some(sum) {
         add(Field::Redundant, 1);
         print(format_args!(
-            "WARNING: {bytes} B at host {:#x} went to {device} again, unchanged since they last \
-             moved: map them in a data region (offload::region) to move them once",
-            host as usize
+            "{}",
+            redundant_warning(bytes, host, device, source)
         ));
     }
 }
@@ -313,5 +364,18 @@ mod tests {
         b[3] ^= 0x80;
         assert_ne!(digest(&a), digest(&b));
         assert_ne!(digest(&a[..999]), digest(&a[..998]));
+    }
+
+    #[test]
+    fn each_redundant_copy_names_its_own_remedy() {
+        let warn = |source| redundant_warning(64, 0x1000 as *const u8, "GPU", source);
+        assert!(warn(CopySource::LaunchArgument).contains("data region (offload::region)"));
+        assert!(warn(CopySource::DeviceVec).contains("keep using the DeviceVec"));
+        assert!(!warn(CopySource::DeviceVec).contains("offload::region"));
+        assert!(warn(CopySource::RegionMap).contains("one region around all the launches"));
+        assert!(warn(CopySource::RegionUpdate).contains("update_to only after the host changed"));
+        assert!(warn(CopySource::LaunchArgument).starts_with(
+            "WARNING: 64 B at host 0x1000 went to GPU again, unchanged since they last moved: "
+        ));
     }
 }

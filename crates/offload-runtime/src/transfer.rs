@@ -1,17 +1,21 @@
-//! Data movement for a launch on a GPU backend, as OpenMP maps a target construct's arguments:
-//! a slice a data region mapped is present (its count is raised for the launch, nothing moves);
-//! device-resident arguments pass as they are; any other slice gets a device copy for this launch
-//! as its map kind says (by type: `&[T]` to the device, `&mut [T]` there and back). Host slices
-//! are written only after the kernel succeeded, so a failed launch leaves them as they were, and
-//! every device copy made for the launch is released on every exit path.
+//! Data movement for a launch, once for every plugin, as OpenMP maps a target construct's
+//! arguments: a slice a data region mapped is present (its count is raised for the launch,
+//! nothing moves); device-resident arguments pass as they are; any other slice gets a device copy
+//! for this launch as its map kind says (by type: `&[T]` to the device, `&mut [T]` there and
+//! back). Host slices are written only after the kernel succeeded, so a failed launch leaves them
+//! as they were, and every device copy made for the launch is released on every exit path.
+//!
+//! On a device whose memory is the host's (the host CPU) host data is used in place: inputs pass
+//! as they are, and each output gets a copy that replaces the caller's data only once the kernel
+//! succeeded, as on a GPU. Nothing is traced there: nothing moves.
 
-use crate::backend::{Backend, DevicePtr, Param};
-use crate::device::check_resident;
-use crate::kernel::{ArgData, Kernel, KernelArg, OutKind};
-use crate::launch::Shape;
+use crate::backend::{Backend, DevicePtr, PackedArgs, Shape};
+use crate::device::{check_resident, Device};
+use crate::kernel::{ArgData, KernelArg, OutKind};
+use crate::loaded::Entry;
 use crate::present::{self, Key};
 use crate::report::LaunchReport;
-use crate::trace::{self, LaunchSummary};
+use crate::trace::{self, CopySource, LaunchSummary};
 use crate::{Error, Result};
 use std::time::Instant;
 
@@ -20,6 +24,8 @@ use std::time::Instant;
 struct Buffers<'b> {
     backend: &'b dyn Backend,
     device_id: usize,
+    /// Whether its maps are traced (not on a host-memory device).
+    traced: bool,
     /// Copies made for this launch: device address, host address, bytes.
     own: Vec<(DevicePtr, usize, usize)>,
     retained: Vec<Key>,
@@ -33,7 +39,9 @@ impl Drop for Buffers<'_> {
         for &(device, host, bytes) in &self.own {
             // SAFETY: allocated by this launch from this backend, and no longer in use.
             unsafe { self.backend.free(device) };
-            trace::unmap(self.backend.name(), host, bytes);
+            if self.traced {
+                trace::unmap(self.backend.name(), host, bytes);
+            }
         }
         for &key in &self.retained {
             let last = present::table().release(key);
@@ -58,18 +66,26 @@ impl Buffers<'_> {
         let backend = self.backend;
         let device = backend.alloc(kernel, bytes)?;
         self.own.push((device, host as usize, bytes));
-        trace::map(
-            backend.name(),
-            if copy_in { "to" } else { "alloc" },
-            host as usize,
-            bytes,
-        );
+        if self.traced {
+            let kind = if copy_in { "to" } else { "alloc" };
+            trace::map(backend.name(), kind, host as usize, bytes);
+        }
         if copy_in {
             let start = Instant::now();
             // SAFETY: the host slice is borrowed for the launch and `device` holds `bytes`.
             unsafe { backend.copy_to_device(device, host, bytes)? };
-            trace::copy_to_device(self.device_id, backend.name(), host, bytes, start.elapsed());
-            report.bytes_to_device += bytes;
+            if self.traced {
+                let time = start.elapsed();
+                trace::copy_to_device(
+                    self.device_id,
+                    backend.name(),
+                    host,
+                    bytes,
+                    time,
+                    CopySource::LaunchArgument,
+                );
+                report.bytes_to_device += bytes;
+            }
         } else {
             // SAFETY: `device` holds `bytes`.
             unsafe { backend.fill_zero(device, bytes)? };
@@ -78,8 +94,8 @@ impl Buffers<'_> {
     }
 }
 
-/// A non-empty host slice argument of a GPU launch, for the caller of [`kernel_params`] to place
-/// on the device.
+/// A non-empty host slice argument that needs a place on the device, for the caller of
+/// [`pack`] to put there.
 pub(crate) enum HostData {
     /// `&[T]`; `present_only` for `present(..)`.
     Input {
@@ -95,31 +111,40 @@ pub(crate) enum HostData {
     },
 }
 
-/// The parameters of a launch of `kernel` on the GPU with id `device_id` (named `device_name`),
-/// and how many arguments were already on it: values by value, device-resident data as it is,
-/// empty slices as null, other host slices where `place` put them. Slices pass as (address,
-/// length).
-pub(crate) fn kernel_params(
-    kernel: &Kernel,
-    device_id: usize,
-    device_name: &str,
+/// The packed parameters of a launch of `kernel` on `device`, and how many arguments were
+/// already on it: values by value, device-resident data as it is, inputs in place on a device
+/// whose memory is the host's, empty slices as null elsewhere, other host slices where `place`
+/// put them. Slices pass as (address, length).
+pub(crate) fn pack(
+    device: &Device,
+    kernel: &'static str,
     args: &[KernelArg<'_>],
     mut place: impl FnMut(HostData) -> Result<DevicePtr>,
-) -> Result<(Vec<Param>, usize)> {
-    let mut params = Vec::with_capacity(args.len() * 2);
+) -> Result<(PackedArgs, usize)> {
+    let host_memory = device.memory_is_host();
+    let in_place = |ptr: *const u8| DevicePtr(ptr as usize as u64);
+    let mut params = PackedArgs::with_capacity(args.len() * 2);
     let mut resident = 0;
     for arg in args {
         let (device_ptr, len) = match arg.data {
-            ArgData::Value { ptr, size } => {
-                params.push(Param::Value { ptr, size });
+            ArgData::Value { ptr, size, align } => {
+                // SAFETY: a `DeviceCopy` value of `size` bytes, borrowed for the launch.
+                unsafe { params.push_raw(ptr, size, align) };
                 continue;
             }
             ArgData::Resident {
-                device, addr, len, ..
+                device: on,
+                addr,
+                len,
+                ..
             } => {
-                check_resident(kernel.name, device_id, device_name, device)?;
+                check_resident(kernel, device.id(), device.name(), on)?;
                 resident += 1;
                 (DevicePtr(addr), len)
+            }
+            ArgData::Slice { ptr, len, .. } if host_memory => (in_place(ptr), len),
+            ArgData::SliceMut { ptr, len, .. } if host_memory && arg.data.slice_bytes() == 0 => {
+                (in_place(ptr), len)
             }
             ArgData::Slice { len, .. } | ArgData::SliceMut { len, .. }
                 if arg.data.slice_bytes() == 0 =>
@@ -151,67 +176,70 @@ pub(crate) fn kernel_params(
                 (place(HostData::Output { ptr, bytes, kind })?, len)
             }
         };
-        params.push(Param::Word(device_ptr.0));
-        params.push(Param::Word(len as u64));
+        params.push_word(device_ptr.0);
+        params.push_word(len as u64);
     }
     Ok((params, resident))
 }
 
-pub(crate) fn launch_mapped(
-    backend: &dyn Backend,
-    device_id: usize,
-    kernel: &Kernel,
+/// Run `entry` (of `kernel`) on `device` in `shape` with `args`: place the data, launch, wait,
+/// report a panic, copy the results back.
+pub(crate) fn launch(
+    device: &Device,
+    kernel: &'static str,
+    entry: &Entry,
     shape: Shape,
     args: &mut [KernelArg<'_>],
     report: &mut LaunchReport,
 ) -> Result<()> {
+    let backend = device.backend();
+    let device_id = device.id();
+    let traced = !device.memory_is_host();
     let start = Instant::now();
     let mut buffers = Buffers {
         backend,
         device_id,
+        traced,
         own: Vec::with_capacity(args.len()),
         retained: Vec::new(),
     };
     let mut summary = LaunchSummary::default();
     let mut copy_back = Vec::new();
-    let (params, resident) = kernel_params(kernel, device_id, backend.name(), args, |data| {
-        match data {
-            HostData::Input {
-                ptr,
-                bytes,
-                present_only,
-            } => {
-                let found =
-                    present::table().retain(device_id, backend.name(), ptr as usize, bytes)?;
-                match found {
-                    Some(found) => {
-                        buffers.retained.push(found.key);
-                        trace::present(backend.name(), ptr as usize, bytes, found.refs);
-                        summary.present += 1;
-                        Ok(found.device)
-                    }
-                    None if present_only => Err(Error::NotPresent {
-                        device: backend.name().to_string(),
-                        host: ptr as usize,
-                        bytes,
-                    }),
-                    None => {
-                        summary.copied += 1;
-                        buffers.map(kernel.name, ptr, bytes, true, report)
-                    }
+    let (params, resident) = pack(device, kernel, args, |data| match data {
+        HostData::Input {
+            ptr,
+            bytes,
+            present_only,
+        } => {
+            let found = present::table().retain(device_id, backend.name(), ptr as usize, bytes)?;
+            match found {
+                Some(found) => {
+                    buffers.retained.push(found.key);
+                    trace::present(backend.name(), ptr as usize, bytes, found.refs);
+                    summary.present += 1;
+                    Ok(found.device)
+                }
+                None if present_only => Err(Error::NotPresent {
+                    device: backend.name().to_string(),
+                    host: ptr as usize,
+                    bytes,
+                }),
+                None => {
+                    summary.copied += 1;
+                    buffers.map(kernel, ptr, bytes, true, report)
                 }
             }
-            // A `&mut` borrow cannot alias mapped data (every map holds a borrow of its host
-            // bytes), so outputs are never present: each gets its own device copy.
-            HostData::Output { ptr, bytes, kind } => {
-                let copy_in = matches!(kind, OutKind::ToFrom | OutKind::To);
-                let device = buffers.map(kernel.name, ptr, bytes, copy_in, report)?;
-                if matches!(kind, OutKind::ToFrom | OutKind::From) {
-                    copy_back.push((ptr, device, bytes));
-                }
-                summary.copied += 1;
-                Ok(device)
+        }
+        // A `&mut` borrow cannot alias mapped data (every map holds a borrow of its host
+        // bytes), so outputs are never present: each gets its own device copy.
+        HostData::Output { ptr, bytes, kind } => {
+            let copy_in = matches!(kind, OutKind::ToFrom | OutKind::To);
+            let device = buffers.map(kernel, ptr, bytes, copy_in, report)?;
+            if matches!(kind, OutKind::ToFrom | OutKind::From) {
+                copy_back.push((ptr, device, bytes));
             }
+            summary.copied += 1;
+            Ok(device)
         }
     })?;
     summary.resident += resident;
@@ -219,29 +247,22 @@ pub(crate) fn launch_mapped(
     backend.synchronize()?;
     // Launch to panic check, one launch at a time: otherwise another thread's synchronize could
     // take this launch's panic (one queue, one panic record per image).
-    let collecting = backend.launch_lock();
+    let collecting = entry.image.reports_panics().then(|| device.launch_lock());
     let launched = Instant::now();
     report.time_to_device = launched - start;
-    backend.launch(kernel, shape, &params)?;
-    let failed = |e: Error| match e {
-        Error::Driver {
-            device, message, ..
-        } => Error::KernelFailed {
-            kernel: kernel.name,
-            device,
-            message,
-        },
-        other => other,
-    };
+    let failed = |e: Error| kernel_failed(kernel, e);
+    // SAFETY: `params` were packed from the arguments of this kernel's launcher, and the device
+    // copies they name live until `buffers` is dropped, after the queue drained.
+    unsafe { backend.launch(entry.handle, shape, &params) }.map_err(failed)?;
     // A faulting kernel shows at the first synchronizing call after it: wait before copying back
     // so that the error names the kernel and no result bytes reach the host.
     backend.synchronize().map_err(failed)?;
     let finished = Instant::now();
     report.kernel_time = finished - launched;
     // A panicking GPU thread just ends, without faulting: its image's panic record tells.
-    if let Some(message) = backend.take_panic(kernel)? {
+    if let Some(message) = entry.image.take_panic(backend)? {
         return Err(Error::KernelFailed {
-            kernel: kernel.name,
+            kernel,
             device: backend.name().to_string(),
             message,
         });
@@ -252,11 +273,31 @@ pub(crate) fn launch_mapped(
         // SAFETY: the `&mut` host slice is borrowed until this function returns.
         unsafe { backend.copy_from_device(host, device, bytes)? };
         backend.synchronize()?;
-        trace::copy_from_device(device_id, backend.name(), host, bytes, start.elapsed());
-        report.bytes_from_device += bytes;
+        if traced {
+            trace::copy_from_device(device_id, backend.name(), host, bytes, start.elapsed());
+            report.bytes_from_device += bytes;
+        }
     }
     report.time_from_device = finished.elapsed();
     drop(buffers);
-    trace::launch(report, &summary);
+    if traced {
+        trace::launch(report, &summary);
+    } else {
+        trace::host_launch(report);
+    }
     Ok(())
+}
+
+/// A launch's or its queue's driver error as the failure of `kernel`.
+pub(crate) fn kernel_failed(kernel: &'static str, e: Error) -> Error {
+    match e {
+        Error::Driver {
+            device, message, ..
+        } => Error::KernelFailed {
+            kernel,
+            device,
+            message,
+        },
+        other => other,
+    }
 }

@@ -1,69 +1,6 @@
-//! # offload: GPU offload for ordinary Rust
-//!
-//! Write a kernel as a plain Rust function in a `no_std`-compatible module, mark it
-//! `#[offload::kernel]`, and call it like a function. The build script (`offload-build`) compiles
-//! the module for `nvptx64-nvidia-cuda` and `amdgcn-amd-amdhsa` inside the ordinary `cargo build`,
-//! and the call moves the data, launches on the best device (a CUDA GPU, else the host CPU) and
-//! moves the results back.
-//!
-//! ```ignore
-//! // src/kernels.rs
-//! use offload::prelude::*;
-//!
-//! #[offload::kernel]
-//! pub fn saxpy(a: f32, x: &[f32], y: &mut [f32]) {
-//!     for (i, y) in y.iter_mine() {
-//!         *y += a * x[i];
-//!     }
-//! }
-//!
-//! // src/main.rs
-//! mod kernels;
-//! offload::embed_images!();
-//! fn main() -> offload::Result<()> {
-//!     let x = vec![1.0f32; 1 << 20];
-//!     let mut y = vec![2.0f32; 1 << 20];
-//!     kernels::saxpy(3.0, &x, &mut y)?;   // y is back on the host, all 5.0
-//!     Ok(())
-//! }
-//! ```
-//!
-//! ## Moving data once: data regions
-//! A call moves its slices every time. A [`region`] maps host data once for many launches
-//! (OpenMP's `target data`, with its reference counts); map kinds at the call site ([`from`],
-//! [`to`], [`tofrom`], [`alloc`], [`present`]) and device-resident [`DeviceVec`]s refine it, and
-//! `OFFLOAD_INFO=1` prints every transfer ([`trace`]).
-//!
-//! ```ignore
-//! offload::region(|r| {
-//!     let x = r.to(&x)?;              // copied in once
-//!     let mut y = r.tofrom(&mut y)?;  // copied in once, back once at the end
-//!     for _ in 0..100 {
-//!         kernels::saxpy(2.0, &x, &mut y)?;
-//!     }
-//!     Ok(())
-//! })?;
-//! ```
-//!
-//! ## The soundness rule for outputs
-//! A `&mut [T]` parameter is seen inside the kernel as a [`ThreadSlice`]: safe code can reach only
-//! the elements the running thread owns ([`ThreadSlice::iter_mine`]), so the threads of one
-//! launch never touch the same element and a launch cannot race. Writing anywhere else is
-//! `unsafe` ([`ThreadSlice::at`]) under the contract that no two threads reach one element.
-//! Element-wise updates move 16 bytes per access with [`ThreadSlice::update_mine_wide`], which
-//! shares out aligned chunks the same race-free, shape-independent way.
-//! `&[T]` parameters are read-only for every thread; scalars and `#[repr(C)]` structs
-//! ([`DeviceCopy`]) go by value. Threads exchange data through a `&[Atomic<T>]` parameter
-//! ([`Atomic`], safe), warp operations ([`warp_sum`], [`shuffle`]…, safe) or per-block shared
-//! memory ([`shared!`], [`dynamic_shared`]: a [`SharedSlice`] whose reads and writes are
-//! `unsafe`, ordered by the [`sync_threads`] barrier).
-//!
-//! ## Streams
-//! Every kernel also gets `NAME::enqueue(&stream, launch, args…)`, which queues the launch and
-//! returns. Streams live in a [`scope`] that waits for all of them before it returns, so the data
-//! they use stays borrowed until then; [`DeviceSlice`]s keep data on the device between queued
-//! kernels.
+#![doc = include_str!("crate_docs.md")]
 #![cfg_attr(any(target_arch = "nvptx64", target_arch = "amdgpu"), no_std)]
+#![warn(missing_docs)]
 
 pub use offload_kernel::*;
 /// Launch with the syntax of rustc nightly's `core::offload::offload!` (see the macro's docs).
@@ -73,9 +10,10 @@ pub use offload_macros::{kernel, DeviceCopy};
 
 #[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
 pub use offload_runtime::{
-    default_device, devices, last_launch, region, region_on, scope, BackendKind, Device,
-    DeviceImage, DeviceSlice, DeviceVec, Error, Event, ImageFormat, ImageSet, Launch, LaunchReport,
-    Limits, Mapped, MappedMut, MemoryInfo, PinnedVec, Region, Result, Stream, StreamScope,
+    default_device, devices, devices_of, last_launch, plugins_without_devices, region, region_on,
+    scope, BackendKind, Device, DeviceImage, DeviceSlice, DeviceVec, Error, Event, ImageFormat,
+    ImageSet, Launch, LaunchReport, Limits, Mapped, MappedMut, MemoryInfo, PinnedVec, Platform,
+    Region, Result, Stream, StreamScope,
 };
 
 /// How kernel arguments map to a device (`InArg`, `OutArg` and the map kinds).
@@ -116,16 +54,18 @@ pub mod std_offload {
 
 /// What a kernels module usually imports.
 pub mod prelude {
-    pub use offload_kernel::math;
     pub use offload_kernel::{
         ballot, lane_id, shuffle, shuffle_down, shuffle_up, shuffle_xor, sync_warp, vote_all,
         vote_any, warp_id, warp_max, warp_min, warp_reduce, warp_sum,
     };
     pub use offload_kernel::{
         block_dim, block_idx, dynamic_shared, fence_block, fence_device, fence_system, global_id,
-        global_threads, grid_dim, grid_stride, sync_threads, thread_idx, Atomic, DeviceCopy, Dim3,
-        SharedSlice, ThreadSlice, WideElement,
+        global_threads, grid_dim, grid_stride, sync_threads, thread_idx, Atomic, BlockTiles,
+        DeviceCopy, Dim3, Grid2, Grid3, Scattered, SharedSlice, ThreadSlice, Tile, WideElement,
+        WideSlice, Window2, Window3,
     };
+    pub use offload_kernel::{commit_async_copies, copy_async_chunk, wait_async_copies};
+    pub use offload_kernel::{math, mma};
     pub use offload_macros::DeviceCopy;
 }
 
@@ -145,14 +85,16 @@ macro_rules! embed_images {
 #[doc(hidden)]
 #[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
 pub mod __private {
-    pub use offload_runtime::kernel::{launch, Kernel, KernelArg};
+    pub use offload_runtime::backend::PackedArgs;
+    pub use offload_runtime::kernel::{Kernel, KernelArg};
+    pub use offload_runtime::launch::launch;
     pub use offload_runtime::stream::enqueue;
 }
 
 /// Items the generated device entries use; not a stable API.
 #[doc(hidden)]
 pub mod __device {
+    pub use offload_kernel::entry_slice;
     #[cfg(any(target_arch = "nvptx64", target_arch = "amdgpu"))]
     pub use offload_kernel::panic_record::record_panic;
-    pub use offload_kernel::slice_from_raw;
 }

@@ -89,3 +89,62 @@ fn a_panicking_thread_fails_the_launch_and_leaves_outputs_alone() {
     fail_at::launch(Launch::on(&host()).grid(2).block(4), 99, &mut out).unwrap();
     assert!(out.iter().enumerate().all(|(i, &v)| v == i as u32));
 }
+
+/// Per-block tiles of `width` elements (`#[tile]`, through the generated conversion): each element
+/// records the block that owns it and its index in the tile; `sub` gets `value` in `start..` only.
+#[offload::kernel]
+fn tile_and_range(width: u32, start: u32, #[tile(width)] owners: &mut [u32], sub: &mut [u32]) {
+    for mut tile in owners.iter_mine() {
+        for (i, o) in tile.iter_mine() {
+            *o = offload::block_idx().x * 1000 + i as u32;
+        }
+    }
+    for (_, s) in sub.slice(start as usize..).iter_mine() {
+        *s = 7;
+    }
+}
+
+/// `out[index[i]] = i` through `#[scatter]`.
+#[offload::kernel]
+fn scatter_positions(index: &[u64], #[scatter(index)] out: &mut [u32]) {
+    for (i, o) in out.iter_mine() {
+        *o = i as u32;
+    }
+}
+
+#[test]
+fn tiles_ranges_and_scatters_through_the_generated_launchers() {
+    let (grid, width, n) = (3u32, 4u32, 29usize);
+    let mut owners = vec![u32::MAX; n];
+    let mut sub = vec![0u32; n];
+    tile_and_range::launch(
+        Launch::on(&host()).grid(grid).block(3),
+        width,
+        5,
+        &mut owners,
+        &mut sub,
+    )
+    .unwrap();
+    for (e, &o) in owners.iter().enumerate() {
+        let tile = e / width as usize;
+        assert_eq!(
+            o,
+            (tile as u32 % grid) * 1000 + (e % width as usize) as u32,
+            "element {e}"
+        );
+    }
+    assert!(sub
+        .iter()
+        .enumerate()
+        .all(|(i, &v)| v == if i >= 5 { 7 } else { 0 }));
+
+    let index: Vec<u64> = (0..n as u64).rev().collect();
+    let mut out = vec![u32::MAX; n];
+    // SAFETY: `index` is a permutation.
+    unsafe { scatter_positions::launch(Launch::on(&host()).grid(2).block(2), &index, &mut out) }
+        .unwrap();
+    assert!(out
+        .iter()
+        .enumerate()
+        .all(|(t, &v)| v as usize == n - 1 - t));
+}

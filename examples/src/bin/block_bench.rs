@@ -10,7 +10,7 @@
 use offload::{Device, Launch};
 use offload_examples::kernels::block::{self, GemmDims, SGEMM_THREADS, SGEMM_TILE};
 use offload_examples::reference_bandwidth;
-use std::process::Command;
+use offload_examples::reference_torch::{python, BEST_MS};
 use std::time::Duration;
 
 const REPEATS: usize = 5;
@@ -129,28 +129,13 @@ fn sgemm(device: &Device, size: u32) -> Result<(), Box<dyn std::error::Error>> {
 /// torch.mm of two size² fp32 matrices with TF32 off (cuBLAS SGEMM), best of 20, in GFLOP/s.
 fn cublas_gflops(size: u32) -> Result<f64, String> {
     let script = format!(
-        "import torch\n\
+        "{BEST_MS}\
          torch.backends.cuda.matmul.allow_tf32 = False\n\
          n = {size}\n\
          a = torch.randn(n, n, device='cuda'); b = torch.randn(n, n, device='cuda')\n\
-         for _ in range(3): torch.mm(a, b)\n\
-         torch.cuda.synchronize()\n\
-         best = float('inf')\n\
-         for _ in range(20):\n\
-         \x20   s = torch.cuda.Event(enable_timing=True); e = torch.cuda.Event(enable_timing=True)\n\
-         \x20   s.record(); torch.mm(a, b); e.record(); e.synchronize()\n\
-         \x20   best = min(best, s.elapsed_time(e))\n\
-         print(2 * n ** 3 / (best * 1e-3) / 1e9)\n"
+         print(2 * n ** 3 / (best_ms(lambda: torch.mm(a, b)) * 1e-3) / 1e9)\n"
     );
-    let out = Command::new("python3")
-        .args(["-c", &script])
-        .output()
-        .map_err(|e| format!("python3: {e}"))?;
-    if !out.status.success() {
-        return Err(String::from_utf8_lossy(&out.stderr).trim().to_string());
-    }
-    String::from_utf8_lossy(&out.stdout)
-        .trim()
+    python(&script)?
         .parse()
         .map_err(|e| format!("unexpected torch output: {e}"))
 }

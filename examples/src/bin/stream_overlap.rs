@@ -11,8 +11,9 @@
 
 use offload::{Device, Launch, PinnedVec};
 use offload_examples::kernels::streams::relax;
+use offload_examples::overlap::{balanced_steps, best_of_5, chunked_relax};
 use offload_examples::reference;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 type Failure = Box<dyn std::error::Error>;
 
@@ -42,15 +43,7 @@ fn main() -> Result<(), Failure> {
     let mut times = Vec::new();
     for streams in [1usize, 2, 4] {
         let best = best_of_5(&mut y, |y| {
-            offload::scope(|s| {
-                let queues = (0..streams)
-                    .map(|_| s.stream(&device))
-                    .collect::<offload::Result<Vec<_>>>()?;
-                for (i, (y, x)) in y.chunks_mut(chunk).zip(x.chunks(chunk)).enumerate() {
-                    relax::enqueue(&queues[i % streams], Launch::auto(), steps, x, y)?;
-                }
-                Ok(())
-            })
+            chunked_relax(&device, streams, chunk, steps, &x, y)
         })?;
         if streams == 1 {
             one_stream = best;
@@ -106,39 +99,4 @@ fn main() -> Result<(), Failure> {
         return Err("results differ from the CPU's".into());
     }
     Ok(())
-}
-
-/// The best time of 5 runs of `work`, each from `y` all ones.
-fn best_of_5(
-    y: &mut [f32],
-    mut work: impl FnMut(&mut [f32]) -> offload::Result<()>,
-) -> offload::Result<Duration> {
-    let mut best = Duration::MAX;
-    for _ in 0..5 {
-        y.fill(1.0);
-        let start = Instant::now();
-        work(y)?;
-        best = best.min(start.elapsed());
-    }
-    Ok(best)
-}
-
-/// Steps of `relax` for which one chunk's kernel takes about as long as copying it in and out,
-/// from a plain launch's report at 256 steps.
-fn balanced_steps(device: &Device, x: &[f32], y: &mut [f32]) -> Result<u32, Failure> {
-    const PROBE: u32 = 256;
-    let mut best = (Duration::MAX, Duration::MAX);
-    for _ in 0..3 {
-        relax::launch(Launch::on(device), PROBE, x, &mut *y)?;
-        let report = offload::last_launch().ok_or("no launch report")?;
-        let copies = report.time_to_device + report.time_from_device;
-        best = (best.0.min(report.kernel_time), best.1.min(copies));
-    }
-    let (kernel, copies) = best;
-    if copies.is_zero() {
-        // The host backend copies nothing: any amount of work shows the (absent) overlap.
-        return Ok(PROBE);
-    }
-    let steps = PROBE as f64 * copies.as_secs_f64() / kernel.as_secs_f64().max(1e-9);
-    Ok(steps.clamp(1.0, 1e6) as u32)
 }

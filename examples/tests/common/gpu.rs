@@ -1,14 +1,13 @@
 //! Finding the GPU for the GPU suites, which skip visibly without one.
 
-use offload::{BackendKind, Device};
+use offload::Device;
 use std::io::Write;
 
-/// The first CUDA device, or `None` (after saying why) when the test must be skipped.
+/// The first GPU `offload::devices()` lists (through its preferred plugin: the CUDA plugin, or
+/// liboffload with `OFFLOAD_BACKEND=liboffload`), or `None` (after saying why) when the test must
+/// be skipped.
 pub fn gpu(test: &str) -> Option<Device> {
-    let reason = match offload::devices()
-        .iter()
-        .find(|d| d.kind() == BackendKind::Cuda)
-    {
+    let reason = match offload::devices().iter().find(|d| d.is_gpu()) {
         Some(_) if offload_examples::__OFFLOAD_IMAGES.images.is_empty() => format!(
             "no device images were built ({})",
             offload_examples::__OFFLOAD_IMAGES
@@ -16,7 +15,7 @@ pub fn gpu(test: &str) -> Option<Device> {
                 .unwrap_or("unknown reason")
         ),
         Some(device) => return Some(device.clone()),
-        None => "no CUDA GPU".to_string(),
+        None => "no GPU".to_string(),
     };
     if std::env::var("OFFLOAD_REQUIRE_GPU").is_ok_and(|v| v == "1") {
         panic!("{test}: OFFLOAD_REQUIRE_GPU=1 but {reason}");

@@ -160,6 +160,39 @@ pub fn device_vec_round_trip_without_transfers(device: &Device) {
     assert_eq!(zeros.to_vec().unwrap(), [0.0; 3]);
 }
 
+/// Part of a `DeviceVec` (a halo row) goes each way, the rest untouched; past the end is an
+/// error that copies nothing.
+pub fn device_vec_copies_part(device: &Device) {
+    let x = floats(N, 28);
+    let mut xd = DeviceVec::from_slice(device, &x).unwrap();
+    let row = floats(37, 29);
+    let mut expected = x.clone();
+    expected[N - 40..N - 3].copy_from_slice(&row);
+    xd.copy_from_host_at(N - 40, &row).unwrap();
+    assert!(same_bits(&xd.to_vec().unwrap(), &expected));
+    let mut part = vec![0.0f32; 37];
+    xd.copy_to_host_at(N - 40, &mut part).unwrap();
+    assert!(same_bits(&part, &row));
+    xd.copy_to_host_at(0, &mut part).unwrap();
+    assert!(same_bits(&part, &x[..37]));
+
+    let e = xd.copy_from_host_at(N - 36, &row).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        format!(
+            "DeviceVec::copy_from_host_at: elements {}..{} are out of range: it holds {N}",
+            N - 36,
+            N + 1
+        )
+    );
+    let mut untouched = vec![7.0f32; 2];
+    let e = xd.copy_to_host_at(usize::MAX, &mut untouched).unwrap_err();
+    assert!(matches!(e, Error::OutOfRange { len: N, .. }), "{e}");
+    assert_eq!(untouched, [7.0; 2]);
+    assert!(same_bits(&xd.to_vec().unwrap(), &expected));
+    xd.copy_from_host_at(N, &[]).unwrap();
+}
+
 /// Jacobi sweeps give the CPU's bits, in a region or launch by launch.
 pub fn jacobi_matches_cpu_with_and_without_region(device: &Device) {
     let (w, h, sweeps) = (67, 45, 20);

@@ -88,6 +88,36 @@ pub fn device_slices_chain_kernels_on_streams(device: &Device) {
     );
 }
 
+/// One device slice passed as a kernel's read-only `x` and its written `y` is refused before
+/// anything is queued: the slice keeps its uploaded values.
+pub fn aliased_device_slices_are_refused(device: &Device) {
+    let x = floats(1000, 60);
+    let mut back = vec![0.0f32; x.len()];
+    let outcome = offload::scope(|s| {
+        let stream = s.stream(device)?;
+        let dx = stream.upload(&x)?;
+        let refused = saxpy::enqueue(&stream, Launch::auto(), 2.0, dx, dx);
+        stream.download(dx, &mut back)?;
+        refused
+    });
+    match outcome {
+        Err(Error::InvalidArgument {
+            kernel: "saxpy",
+            argument: "x",
+            reason,
+        }) => assert!(reason.contains("`y`"), "{reason}"),
+        other => panic!(
+            "expected InvalidArgument on {}, got {other:?}",
+            device.name()
+        ),
+    }
+    assert!(
+        bits(&back) == bits(&x),
+        "nothing written on {}",
+        device.name()
+    );
+}
+
 /// Events: a stream waits for another's event, events time the work between them, and
 /// synchronizing a stream or an event succeeds once the work is done.
 pub fn events_order_and_time_streams(device: &Device) {

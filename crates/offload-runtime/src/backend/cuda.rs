@@ -1,20 +1,21 @@
 //! The CUDA plugin, on the driver API loaded at run time (through cudarc's dynamic loading):
-//! only `libcuda` is needed, and its absence just means no CUDA devices.
+//! only `libcuda` is needed, and its absence just means no CUDA devices. Pageable host memory is
+//! copied through the pinned buffers of `cuda_staging`.
 
-use super::cuda_staging::{Staging, STAGE_FROM};
-use super::{Backend, BackendKind, DevicePtr, MemoryInfo, Param, QueueEvent};
-use crate::image::ImageFormat;
-use crate::kernel::Kernel;
-use crate::launch::{Limits, Shape};
+use crate::backend::code::{Code, EntryHandle, ImageHandle};
+use crate::backend::cuda_staging::{Staging, STAGE_FROM};
+use crate::backend::interface::{
+    Backend, BackendKind, DevicePtr, MemoryInfo, Platform, QueueEvent,
+};
+use crate::backend::limits::{EntryLimits, Limits, Shape};
+use crate::backend::packed::PackedArgs;
+use crate::image::{sm_number, DeviceImage, ImageFormat};
 use crate::{Error, Result};
-use cudarc::driver::sys::{self, CUdevice_attribute as Attr};
+use cudarc::driver::sys::{self, CUdevice_attribute as Attr, CUfunction_attribute as FuncAttr};
 use cudarc::driver::{result, CudaContext, CudaEvent, CudaStream, DriverError};
-use offload_kernel::panic_record::PanicRecord;
 use offload_kernel::Dim3;
 use std::any::Any;
-use std::collections::HashMap;
 use std::ffi::{c_void, CString};
-use std::mem::size_of;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
@@ -33,54 +34,36 @@ pub fn discover() -> std::result::Result<Vec<Arc<dyn Backend>>, String> {
         .map_err(|e| format!("opening CUDA device failed: {e}"))
 }
 
+/// One CUDA device, or one stream of it ([`Backend::new_queue`]).
 pub struct CudaBackend {
     ctx: Arc<CudaContext>,
     stream: Arc<CudaStream>,
     name: String,
     compute_capability: (u32, u32),
+    /// Its UUID, to find the same GPU behind another plugin (`None` if the driver would not say).
+    uuid: Option<[u8; 16]>,
     limits: Limits,
-    /// Shared by the queues of the device (see [`Backend::new_queue`]).
-    modules: Arc<Modules>,
+    /// Shared by the streams of the device.
+    shared: Arc<Shared>,
 }
 
-/// A device's loaded modules, keyed by the address of the `ImageSet` they came from; unloaded
-/// when the last queue of the device goes.
-struct Modules {
+/// What the streams of a device share; the modules are unloaded when the last stream goes.
+struct Shared {
     ctx: Arc<CudaContext>,
-    loaded: Mutex<HashMap<usize, LoadedModule>>,
-    /// See [`Backend::launch_lock`]: one for all queues, as their modules share panic records.
-    launches: Mutex<()>,
+    /// Every module loaded, for `release` and drop to unload.
+    modules: Mutex<Vec<Module>>,
     /// Set by [`Backend::release`].
     released: AtomicBool,
     /// Pinned buffers for large copies.
     staging: Mutex<Staging>,
 }
 
-struct LoadedModule {
-    module: sys::CUmodule,
-    functions: HashMap<&'static str, sys::CUfunction>,
-    /// Where its kernels report panics; `None` for an image without a panic record.
-    panics: Option<PanicSlot>,
-}
+/// A loaded module (the handle of an [`ImageHandle`]).
+struct Module(sys::CUmodule);
 
-/// An image's `OFFLOAD_PANIC_RECORD` on the device, and the pinned host word that its panic
-/// handler sets once the record is written, so that a launch without a panic costs the host one
-/// memory read instead of a device-to-host copy.
-struct PanicSlot {
-    record: sys::CUdeviceptr,
-    /// Pinned and mapped into the device (`cuMemHostAlloc`); null when the driver would not
-    /// give one: then the record's flag is copied back after every launch instead.
-    host_flag: *mut u32,
-}
-
-// SAFETY: CUmodule and CUfunction are driver handles, valid on any thread of the process; the
-// driver API is thread-safe. The pinned flag is only touched with the map's Mutex held.
-unsafe impl Send for LoadedModule {}
-
-/// Key of the module loaded from a kernel's image set.
-fn module_key(kernel: &Kernel) -> usize {
-    kernel.images as *const _ as usize
-}
+// SAFETY: a CUmodule is a driver handle, valid on any thread of the process; the driver API is
+// thread-safe.
+unsafe impl Send for Module {}
 
 impl CudaBackend {
     fn new(ordinal: usize) -> std::result::Result<Self, DriverError> {
@@ -116,11 +99,11 @@ impl CudaBackend {
             stream,
             name,
             compute_capability: (major as u32, minor as u32),
+            uuid: ctx.uuid().ok().map(|u| u.bytes.map(|b| b as u8)),
             limits,
-            modules: Arc::new(Modules {
+            shared: Arc::new(Shared {
                 ctx: ctx.clone(),
-                loaded: Mutex::new(HashMap::new()),
-                launches: Mutex::new(()),
+                modules: Mutex::new(Vec::new()),
                 released: AtomicBool::new(false),
                 staging: Mutex::new(Staging::default()),
             }),
@@ -137,7 +120,7 @@ impl CudaBackend {
     }
 
     fn staging(&self) -> MutexGuard<'_, Staging> {
-        self.modules
+        self.shared
             .staging
             .lock()
             .unwrap_or_else(|p| p.into_inner())
@@ -146,7 +129,7 @@ impl CudaBackend {
     /// Makes the context current on this thread: the gate of every driver operation, so it is
     /// also where a released device says so.
     fn bind(&self) -> Result<()> {
-        if self.modules.released.load(Ordering::Acquire) {
+        if self.shared.released.load(Ordering::Acquire) {
             return Err(Error::Released {
                 device: self.name.clone(),
             });
@@ -156,105 +139,24 @@ impl CudaBackend {
             .map_err(self.driver_error("binding the context"))
     }
 
-    /// The kernel's function handle, loading its crate's image on first use.
-    fn function(&self, kernel: &Kernel) -> Result<sys::CUfunction> {
-        let no_image = |reason: String| Error::NoImage {
-            kernel: kernel.name,
-            device: self.name.clone(),
-            reason,
-        };
-        let mut modules = self
-            .modules
-            .loaded
-            .lock()
-            .unwrap_or_else(|p| p.into_inner());
-        let key = module_key(kernel);
-        if !modules.contains_key(&key) {
-            let (major, minor) = self.compute_capability;
-            let image = kernel.images.best_for_cuda(major, minor).ok_or_else(|| {
-                no_image(match kernel.images.unavailable {
-                    Some(why) => format!("no device image was built ({why})"),
-                    None => format!("no image fits sm_{major}{minor}"),
-                })
-            })?;
-            let module = load_module(image.format, image.bytes).map_err(|e| {
-                no_image(format!(
-                    "the driver rejected the {:?} image for {}: {e}",
-                    image.format, image.target
-                ))
-            })?;
-            tracing::debug!(device = %self.name, format = ?image.format, target = image.target, "loaded device image");
-            // Inserted first, so that Drop unloads it even if the panic setup fails.
-            let loaded = modules.entry(key).or_insert(LoadedModule {
-                module,
-                functions: HashMap::new(),
-                panics: None,
-            });
-            self.watch_panics(loaded)
-                .map_err(self.driver_error("setting up kernel panic reporting"))?;
-        }
-        let loaded = modules.get_mut(&key).expect("inserted above");
-        if let Some(&f) = loaded.functions.get(kernel.name) {
-            return Ok(f);
-        }
-        let c_name = CString::new(kernel.name).expect("kernel names are identifiers");
-        // SAFETY: the module is loaded and stays loaded while the backend lives.
-        let f = unsafe { result::module::get_function(loaded.module, c_name) }.map_err(|e| {
-            no_image(format!(
-                "the image has no entry point `{}`: {e}",
-                kernel.name
-            ))
-        })?;
-        loaded.functions.insert(kernel.name, f);
-        Ok(f)
+    /// One attribute of a kernel entry.
+    fn function_attribute(&self, entry: EntryHandle, attribute: FuncAttr) -> Result<u32> {
+        // SAFETY: the handle comes from `find_entry`, of a module that stays loaded until the
+        // device is released (the caller bound the context, which checked that).
+        unsafe { result::function::get_function_attribute(entry.0 as sys::CUfunction, attribute) }
+            .map(|v| v as u32)
+            .map_err(self.driver_error("reading the kernel's attributes"))
     }
 
-    /// Finds a freshly loaded image's panic record and points its panic handler at a new pinned
-    /// host flag. An image without the record (built without panic reporting) keeps `None`.
-    fn watch_panics(&self, loaded: &mut LoadedModule) -> std::result::Result<(), DriverError> {
-        let global = |name: &str| {
-            // SAFETY: the module is loaded.
-            unsafe {
-                result::module::get_global(loaded.module, CString::new(name).expect("no NUL"))
-            }
-            .ok()
-        };
-        let Some((record, bytes)) = global("OFFLOAD_PANIC_RECORD") else {
-            return Ok(());
-        };
-        if bytes != size_of::<PanicRecord>() {
-            tracing::warn!(device = %self.name, bytes, "the image's panic record has an unknown layout: kernel panics go unreported");
-            return Ok(());
-        }
-        let flag_ptr =
-            global("OFFLOAD_PANIC_FLAG_PTR").filter(|&(_, bytes)| bytes == size_of::<u64>());
-        let host_flag = flag_ptr.and_then(|_| {
-            // SAFETY: 4 bytes of pinned host memory, mapped into this (bound) context.
-            unsafe { result::malloc_host(size_of::<u32>(), sys::CU_MEMHOSTALLOC_DEVICEMAP) }
-                .inspect_err(|e| tracing::debug!(device = %self.name, "no mapped pinned memory ({e}): kernel panics are checked by a copy per launch"))
-                .ok()
-        });
-        let Some((host_flag, (flag_ptr, _))) = host_flag.map(|p| p as *mut u32).zip(flag_ptr)
-        else {
-            loaded.panics = Some(PanicSlot {
-                record,
-                host_flag: std::ptr::null_mut(),
-            });
-            return Ok(());
-        };
-        // SAFETY: a live, aligned allocation.
-        unsafe { host_flag.write_volatile(0) };
-        // Owned by the module from here on, so that Drop frees it whatever happens below.
-        loaded.panics = Some(PanicSlot { record, host_flag });
-        let mut device_address: sys::CUdeviceptr = 0;
-        // SAFETY: `host_flag` came from cuMemHostAlloc with DEVICEMAP. The copy is stream-ordered
-        // before any launch from this module and waited for, so `device_address` outlives it.
+    /// Returns the memory the default pool keeps (`keep_freed_memory`) to the device, once the
+    /// queued frees have happened.
+    fn trim_pool(&self) -> std::result::Result<(), DriverError> {
+        self.ctx.synchronize()?;
+        // SAFETY: the device comes from a live context, bound to this thread by the callers.
         unsafe {
-            sys::cuMemHostGetDevicePointer_v2(&mut device_address, host_flag as *mut c_void, 0)
-                .result()?;
-            result::memcpy_htod_async(flag_ptr, &[device_address], self.stream.cu_stream())?;
+            let pool = result::device::get_default_mem_pool(self.ctx.cu_device())?;
+            result::mem_pool::trim_to(pool, 0)
         }
-        self.stream.synchronize()
     }
 }
 
@@ -275,103 +177,6 @@ fn keep_freed_memory(ctx: &CudaContext) -> std::result::Result<(), DriverError> 
             sys::CUmemPool_attribute::CU_MEMPOOL_ATTR_RELEASE_THRESHOLD,
             &mut keep_all as *mut u64 as *mut c_void,
         )
-    }
-}
-
-impl CudaBackend {
-    /// Returns the memory the default pool keeps (`keep_freed_memory`) to the device, once the
-    /// queued frees have happened.
-    fn trim_pool(&self) -> std::result::Result<(), DriverError> {
-        self.ctx.synchronize()?;
-        // SAFETY: the device comes from a live context, bound to this thread by the callers.
-        unsafe {
-            let pool = result::device::get_default_mem_pool(self.ctx.cu_device())?;
-            result::mem_pool::trim_to(pool, 0)
-        }
-    }
-
-    /// Checks that a block of `block` threads fits the function: a kernel that needs many
-    /// registers per thread runs with fewer threads per block than the device allows, and the
-    /// driver would only say "too many resources requested".
-    fn check_block_fits(
-        &self,
-        kernel: &Kernel,
-        function: sys::CUfunction,
-        block: Dim3,
-    ) -> Result<()> {
-        use sys::CUfunction_attribute as FuncAttr;
-        let attribute = |a| {
-            // SAFETY: `function` comes from a module that stays loaded.
-            unsafe { result::function::get_function_attribute(function, a) }
-                .map_err(self.driver_error("reading the kernel's attributes"))
-        };
-        let max = attribute(FuncAttr::CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK)? as u64;
-        if block.count() > max {
-            let registers = attribute(FuncAttr::CU_FUNC_ATTRIBUTE_NUM_REGS)?;
-            return Err(Error::InvalidLaunch {
-                kernel: kernel.name,
-                device: self.name.clone(),
-                reason: format!(
-                    "{} threads per block exceeds the {max} this kernel can run with ({registers} \
-                     registers per thread)",
-                    block.count()
-                ),
-            });
-        }
-        Ok(())
-    }
-
-    /// Checks that `dynamic` bytes of dynamic shared memory fit beside the function's static shared
-    /// memory, and opts the function in to them (needed above 48 KiB).
-    fn allow_dynamic_shared(
-        &self,
-        kernel: &Kernel,
-        function: sys::CUfunction,
-        dynamic: u32,
-    ) -> Result<()> {
-        use sys::CUfunction_attribute as FuncAttr;
-        if dynamic == 0 {
-            return Ok(());
-        }
-        let failed = self.driver_error("setting the kernel's dynamic shared memory");
-        // SAFETY: `function` comes from a module that stays loaded.
-        let static_bytes = unsafe {
-            result::function::get_function_attribute(
-                function,
-                FuncAttr::CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES,
-            )
-        }
-        .map_err(&failed)? as u32;
-        let limit = self.limits.max_shared_per_block;
-        if static_bytes + dynamic > limit {
-            return Err(Error::InvalidLaunch {
-                kernel: kernel.name,
-                device: self.name.clone(),
-                reason: format!(
-                    "{dynamic} bytes of dynamic shared memory and the kernel's {static_bytes} bytes of \
-                     static shared memory exceed the device limit of {limit} bytes per block"
-                ),
-            });
-        }
-        // SAFETY: as above; the value is within the device's opt-in limit.
-        unsafe {
-            result::function::set_function_attribute(
-                function,
-                FuncAttr::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                dynamic as i32,
-            )
-        }
-        .map_err(&failed)
-    }
-}
-
-impl PanicSlot {
-    /// Frees the pinned flag (its context bound, the module unloaded).
-    fn release(self) {
-        if !self.host_flag.is_null() {
-            // SAFETY: allocated by cuMemHostAlloc; no launch that could write it is in flight.
-            let _ = unsafe { result::free_host(self.host_flag as *mut c_void) };
-        }
     }
 }
 
@@ -409,9 +214,30 @@ fn load_module(
     unsafe { result::module::load_data(image.as_ptr() as *const c_void) }
 }
 
+/// How well a GPU of compute capability `sm` (`90` for 9.0) runs `image`: a cubin for exactly its
+/// architecture best, else the newest PTX it can compile (the driver compiles PTX for any GPU at
+/// least as new as the PTX's target).
+fn image_rank(sm: u32, image: &DeviceImage) -> Option<u32> {
+    let target = sm_number(image.target)?;
+    match image.format {
+        ImageFormat::Cubin => (target == sm).then_some(u32::MAX),
+        ImageFormat::Ptx => (target <= sm).then_some(target),
+        // For OpenCL devices and AMD GPUs.
+        ImageFormat::Spirv | ImageFormat::HsaCodeObject => None,
+    }
+}
+
 impl Backend for CudaBackend {
     fn kind(&self) -> BackendKind {
         BackendKind::Cuda
+    }
+
+    fn platform(&self) -> Platform {
+        Platform::Cuda
+    }
+
+    fn uuid(&self) -> Option<[u8; 16]> {
+        self.uuid
     }
 
     fn name(&self) -> &str {
@@ -426,6 +252,10 @@ impl Backend for CudaBackend {
         self.limits
     }
 
+    fn memory_is_host(&self) -> bool {
+        false
+    }
+
     fn memory_info(&self) -> Result<MemoryInfo> {
         self.bind()?;
         let (free, total) =
@@ -433,7 +263,7 @@ impl Backend for CudaBackend {
         Ok(MemoryInfo { free, total })
     }
 
-    fn alloc(&self, kernel: &'static str, bytes: usize) -> Result<DevicePtr> {
+    fn alloc(&self, requester: &'static str, bytes: usize) -> Result<DevicePtr> {
         self.bind()?;
         let allocate = || {
             // SAFETY: the stream is alive; the memory is used only on this stream.
@@ -458,7 +288,7 @@ impl Backend for CudaBackend {
         match allocated {
             Ok(ptr) => Ok(DevicePtr(ptr)),
             Err(DriverError(sys::CUresult::CUDA_ERROR_OUT_OF_MEMORY)) => Err(Error::OutOfMemory {
-                kernel,
+                kernel: requester,
                 device: self.name.clone(),
                 bytes,
             }),
@@ -530,32 +360,151 @@ impl Backend for CudaBackend {
             .map_err(self.driver_error("zeroing device memory"))
     }
 
-    fn launch(&self, kernel: &Kernel, shape: Shape, params: &[Param]) -> Result<()> {
+    fn alloc_pinned(&self, bytes: usize) -> Result<*mut u8> {
         self.bind()?;
-        let function = self.function(kernel)?;
-        // cuLaunchKernel takes a pointer to each parameter's bytes; words live in `words`.
-        let words: Vec<u64> = params
-            .iter()
-            .map(|p| if let Param::Word(w) = p { *w } else { 0 })
-            .collect();
-        let mut pointers: Vec<*mut c_void> = params
-            .iter()
-            .zip(&words)
-            .map(|(p, w)| match p {
-                Param::Value { ptr, .. } => *ptr as *mut c_void,
-                Param::Word(_) => w as *const u64 as *mut c_void,
-            })
-            .collect();
+        // SAFETY: a fresh allocation; PORTABLE makes it pinned for every context of the process,
+        // DEVICEMAP gives it a device address (the same as the host one under unified addressing).
+        unsafe {
+            result::malloc_host(
+                bytes,
+                sys::CU_MEMHOSTALLOC_PORTABLE | sys::CU_MEMHOSTALLOC_DEVICEMAP,
+            )
+        }
+        .map(|p| p as *mut u8)
+        .map_err(self.driver_error("allocating pinned host memory"))
+    }
+
+    unsafe fn free_pinned(&self, ptr: *mut u8) {
+        // Not `bind`: memory allocated before a release is still freed after it.
+        if self.ctx.bind_to_thread().is_err() {
+            return;
+        }
+        // SAFETY: per the trait contract.
+        if let Err(e) = unsafe { result::free_host(ptr as *mut c_void) } {
+            tracing::warn!(device = %self.name, "freeing pinned host memory failed: {e}");
+        }
+    }
+
+    fn pinned_device_address(&self, ptr: *mut u8) -> Option<DevicePtr> {
+        self.bind().ok()?;
+        let mut address: sys::CUdeviceptr = 0;
+        // SAFETY: `ptr` came from cuMemHostAlloc with DEVICEMAP (`alloc_pinned`); the driver
+        // writes one device pointer to `address`.
+        unsafe { sys::cuMemHostGetDevicePointer_v2(&mut address, ptr as *mut c_void, 0) }
+            .result()
+            .inspect_err(|e| tracing::debug!(device = %self.name, "no device address for pinned memory: {e}"))
+            .ok()?;
+        Some(DevicePtr(address))
+    }
+
+    fn code_rank(&self, code: &Code<'_>) -> Option<u32> {
+        let (major, minor) = self.compute_capability;
+        match code {
+            Code::Image(image) => image_rank(major * 10 + minor, image),
+            Code::Host { .. } => None,
+        }
+    }
+
+    fn target(&self) -> String {
+        let (major, minor) = self.compute_capability;
+        format!("sm_{major}{minor}")
+    }
+
+    fn load_image(&self, code: &Code<'static>) -> Result<ImageHandle> {
+        self.bind()?;
+        let rejected = |message: String| Error::Driver {
+            device: self.name.clone(),
+            operation: "loading an image",
+            message,
+        };
+        let Code::Image(image) = code else {
+            return Err(rejected("CUDA runs device images only".to_string()));
+        };
+        let module = load_module(image.format, image.bytes).map_err(|e| {
+            rejected(format!(
+                "the driver rejected the {:?} image for {}: {e}",
+                image.format, image.target
+            ))
+        })?;
+        tracing::debug!(device = %self.name, format = ?image.format, target = image.target, "loaded device image");
+        self.shared
+            .modules
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(Module(module));
+        Ok(ImageHandle(module as u64))
+    }
+
+    fn find_entry(&self, image: ImageHandle, name: &str) -> Result<EntryHandle> {
+        self.bind()?;
+        let c_name = CString::new(name).map_err(|_| Error::Driver {
+            device: self.name.clone(),
+            operation: "finding a kernel entry",
+            message: format!("`{name}` is not a symbol name"),
+        })?;
+        // SAFETY: the module is loaded and stays loaded until the device is released.
+        let function = unsafe { result::module::get_function(image.0 as sys::CUmodule, c_name) }
+            .map_err(|e| Error::Driver {
+                device: self.name.clone(),
+                operation: "finding a kernel entry",
+                message: format!("the image has no entry point `{name}`: {e}"),
+            })?;
+        Ok(EntryHandle(function as u64))
+    }
+
+    fn entry_limits(&self, entry: EntryHandle) -> Result<EntryLimits> {
+        self.bind()?;
+        Ok(EntryLimits {
+            max_threads_per_block: self
+                .function_attribute(entry, FuncAttr::CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK)?,
+            registers: self.function_attribute(entry, FuncAttr::CU_FUNC_ATTRIBUTE_NUM_REGS)?,
+            static_shared: self
+                .function_attribute(entry, FuncAttr::CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES)?,
+        })
+    }
+
+    fn find_global(&self, image: ImageHandle, name: &str) -> Result<Option<(DevicePtr, usize)>> {
+        self.bind()?;
+        let Ok(c_name) = CString::new(name) else {
+            return Ok(None);
+        };
+        // SAFETY: the module is loaded. A missing global is an error answer.
+        let global = unsafe { result::module::get_global(image.0 as sys::CUmodule, c_name) };
+        Ok(global.ok().map(|(ptr, bytes)| (DevicePtr(ptr), bytes)))
+    }
+
+    unsafe fn launch(&self, entry: EntryHandle, shape: Shape, args: &PackedArgs) -> Result<()> {
+        self.bind()?;
+        let function = entry.0 as sys::CUfunction;
         let Shape {
             grid,
             block,
             dynamic_shared,
         } = shape;
-        self.check_block_fits(kernel, function, block)?;
-        self.allow_dynamic_shared(kernel, function, dynamic_shared)?;
-        // SAFETY: `function` comes from a loaded module; `pointers` match the entry's parameter
-        // list as generated by the kernel attribute, and stay alive for the call (the driver
-        // copies parameter values at launch).
+        if dynamic_shared > 0 {
+            // The layer above checked it against the device's opt-in limit; above 48 KiB the
+            // function has to opt in too.
+            // SAFETY: `function` comes from a loaded module.
+            unsafe {
+                result::function::set_function_attribute(
+                    function,
+                    FuncAttr::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                    dynamic_shared as i32,
+                )
+            }
+            .map_err(self.driver_error("setting the kernel's dynamic shared memory"))?;
+        }
+        // cuLaunchKernel takes a pointer to each parameter's bytes, and reads as many as the
+        // entry's parameter of that position has.
+        let mut pointers: Vec<*mut c_void> = args
+            .offsets()
+            .iter()
+            // SAFETY: every offset lies inside the buffer.
+            .map(|&offset| unsafe { args.as_ptr().add(offset) } as *mut c_void)
+            .collect();
+        // SAFETY: `function` comes from a loaded module; `pointers` point at the entry's
+        // parameters (the trait contract) and stay alive for the call (the driver copies
+        // parameter values at launch).
         unsafe {
             result::launch_kernel(
                 function,
@@ -566,9 +515,9 @@ impl Backend for CudaBackend {
                 &mut pointers,
             )
         }
-        .map_err(|e| Error::KernelFailed {
-            kernel: kernel.name,
+        .map_err(|e| Error::Driver {
             device: self.name.clone(),
+            operation: "launching a kernel",
             message: format!("launch refused: {e}"),
         })
     }
@@ -580,83 +529,26 @@ impl Backend for CudaBackend {
             .map_err(self.driver_error("synchronizing"))
     }
 
-    fn take_panic(&self, kernel: &Kernel) -> Result<Option<String>> {
-        let modules = self
-            .modules
-            .loaded
-            .lock()
-            .unwrap_or_else(|p| p.into_inner());
-        let Some(slot) = modules
-            .get(&module_key(kernel))
-            .and_then(|m| m.panics.as_ref())
-        else {
-            return Ok(None);
-        };
-        let failed = self.driver_error("reading the kernel's panic record");
-        if slot.host_flag.is_null() {
-            self.bind()?;
-            let mut flag = [0u32];
-            // SAFETY: the record's first word; the launch is complete (`synchronize` returned).
-            unsafe { result::memcpy_dtoh_sync(&mut flag, slot.record) }.map_err(&failed)?;
-            if flag[0] == 0 {
-                return Ok(None);
-            }
-        } else {
-            // The no-panic path: one read of pinned host memory. The launch completed (the
-            // caller synchronized), so any store the device made to it is visible.
-            // SAFETY: the flag lives until the module is unloaded; the Mutex is held.
-            if unsafe { slot.host_flag.read_volatile() } == 0 {
-                return Ok(None);
-            }
-        }
-        self.bind()?;
-        let mut record = PanicRecord::ZERO;
-        let bytes = size_of::<PanicRecord>();
-        // SAFETY: `record` holds `bytes` bytes and any bytes are a valid PanicRecord; the device
-        // record holds `bytes` (checked at load). Zeroing it, stream-ordered before any later
-        // launch, and the flag arms the record for the next launch.
-        unsafe {
-            result::memcpy_dtoh_async(record.as_bytes_mut(), slot.record, self.stream.cu_stream())
-                .and_then(|()| {
-                    result::memset_d8_async(slot.record, 0, bytes, self.stream.cu_stream())
-                })
-                .and_then(|()| self.stream.synchronize())
-                .map_err(&failed)?;
-            if !slot.host_flag.is_null() {
-                slot.host_flag.write_volatile(0);
-            }
-        }
-        Ok(Some(record.to_string()))
-    }
-
     fn release(&self) -> Result<()> {
-        // No launch is between its start and its panic check while this is held.
-        let _launches = self.launch_lock();
         self.bind()?;
-        self.modules.released.store(true, Ordering::Release);
-        // Every queue of the device, not only this one.
+        self.shared.released.store(true, Ordering::Release);
+        // Every stream of the device, not only this one.
         self.ctx
             .synchronize()
             .map_err(self.driver_error("synchronizing"))?;
-        let mut loaded = self
-            .modules
-            .loaded
-            .lock()
-            .unwrap_or_else(|p| p.into_inner());
-        unload_all(&mut loaded);
+        unload_all(
+            &mut self
+                .shared
+                .modules
+                .lock()
+                .unwrap_or_else(|p| p.into_inner()),
+        );
         drop(std::mem::take(&mut *self.staging()));
         if self.ctx.has_async_alloc() {
             self.trim_pool()
                 .map_err(self.driver_error("returning cached device memory"))?;
         }
         Ok(())
-    }
-
-    fn launch_lock(&self) -> MutexGuard<'_, ()> {
-        self.modules
-            .launches
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
     }
 
     fn new_queue(&self) -> Result<Arc<dyn Backend>> {
@@ -670,8 +562,9 @@ impl Backend for CudaBackend {
             stream,
             name: self.name.clone(),
             compute_capability: self.compute_capability,
+            uuid: self.uuid,
             limits: self.limits,
-            modules: self.modules.clone(),
+            shared: self.shared.clone(),
         }))
     }
 
@@ -691,25 +584,6 @@ impl Backend for CudaBackend {
         self.stream
             .wait(&event.event)
             .map_err(self.driver_error("waiting for an event"))
-    }
-
-    fn alloc_pinned(&self, bytes: usize) -> Result<*mut u8> {
-        self.bind()?;
-        // SAFETY: a fresh allocation; PORTABLE makes it pinned for every context of the process.
-        unsafe { result::malloc_host(bytes, sys::CU_MEMHOSTALLOC_PORTABLE) }
-            .map(|p| p as *mut u8)
-            .map_err(self.driver_error("allocating pinned host memory"))
-    }
-
-    unsafe fn free_pinned(&self, ptr: *mut u8) {
-        // Not `bind`: memory allocated before a release is still freed after it.
-        if self.ctx.bind_to_thread().is_err() {
-            return;
-        }
-        // SAFETY: per the trait contract.
-        if let Err(e) = unsafe { result::free_host(ptr as *mut c_void) } {
-            tracing::warn!(device = %self.name, "freeing pinned host memory failed: {e}");
-        }
     }
 }
 
@@ -761,27 +635,56 @@ impl QueueEvent for CudaQueueEvent {
     }
 }
 
-/// Unloads every module and frees its panic flag, the context bound to this thread.
-fn unload_all(modules: &mut HashMap<usize, LoadedModule>) {
-    for (_, loaded) in modules.drain() {
-        // SAFETY: callers guarantee that no launch is in flight (every queue of the device is
-        // gone, or the device is being released with its launch lock held and its work drained).
-        let _ = unsafe { result::module::unload(loaded.module) };
-        if let Some(slot) = loaded.panics {
-            slot.release();
-        }
+/// Unloads every module, the context bound to this thread.
+fn unload_all(modules: &mut Vec<Module>) {
+    for Module(module) in modules.drain(..) {
+        // SAFETY: callers guarantee that no launch is in flight (every stream of the device is
+        // gone, or the device is being released with its work drained).
+        let _ = unsafe { result::module::unload(module) };
     }
 }
 
-impl Drop for Modules {
+impl Drop for Shared {
     fn drop(&mut self) {
-        let modules = self.loaded.get_mut().unwrap_or_else(|p| p.into_inner());
         if self.ctx.bind_to_thread().is_ok() {
             // Its pinned buffers and events belong to the context: release them while bound.
             drop(std::mem::take(
                 self.staging.get_mut().unwrap_or_else(|p| p.into_inner()),
             ));
-            unload_all(modules);
+            unload_all(self.modules.get_mut().unwrap_or_else(|p| p.into_inner()));
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn image(format: ImageFormat, target: &'static str) -> DeviceImage {
+        DeviceImage {
+            format,
+            target,
+            bytes: b"",
+        }
+    }
+
+    #[test]
+    fn ranks_the_exact_cubin_first_then_the_newest_ptx_the_gpu_compiles() {
+        let images = [
+            image(ImageFormat::Cubin, "sm_90"),
+            image(ImageFormat::Ptx, "sm_70"),
+            image(ImageFormat::Ptx, "sm_90a"),
+        ];
+        let best = |sm| {
+            images
+                .iter()
+                .filter_map(|i| Some((image_rank(sm, i)?, i)))
+                .max_by_key(|(rank, _)| *rank)
+                .map(|(_, i)| (i.format, i.target))
+        };
+        assert_eq!(best(90), Some((ImageFormat::Cubin, "sm_90")));
+        assert_eq!(best(100), Some((ImageFormat::Ptx, "sm_90a")));
+        assert_eq!(best(80), Some((ImageFormat::Ptx, "sm_70")));
+        assert_eq!(best(61), None);
     }
 }

@@ -1,140 +1,135 @@
-//! The host CPU backend: runs every GPU thread of the grid as a call of the kernel's host entry,
-//! blocks in parallel on rayon's pool, the threads of a block as coroutines (`scheduler`) so that
-//! barriers and per-block shared memory behave as on a GPU. Inputs are read in place; outputs
-//! are written to a copy that replaces the caller's slice only when no thread panicked. Warps
-//! have 32 lanes, or 64 (AMD's CDNA wavefronts) under `OFFLOAD_HOST_WARP_SIZE=64`, read at each
-//! launch, so warp code is tested at both widths without an AMD GPU.
+//! The host CPU plugin. Its memory is host memory ([`Backend::memory_is_host`]), so the layer
+//! above hands kernels host data in place; its code is each kernel's host build ([`Code::Host`]),
+//! of which one call runs one GPU thread. A launch runs the grid before it returns: blocks in
+//! parallel on rayon's pool, the threads of a block as coroutines (`scheduler`) so that barriers,
+//! warp operations and per-block shared memory behave as on a GPU. A panicking thread makes the
+//! launch fail with the panic's message. Warps have 32 lanes, or 64 (AMD's CDNA wavefronts) under
+//! `OFFLOAD_HOST_WARP_SIZE=64`, read at each launch, so warp code is tested at both widths without
+//! an AMD GPU.
 
 pub mod scheduler;
 
-use crate::device::{check_resident, Device};
-use crate::kernel::{ArgData, Kernel, KernelArg, OutKind};
-use crate::launch::{Limits, Shape};
+use crate::backend::code::{Code, EntryHandle, HostThread, ImageHandle};
+use crate::backend::interface::{
+    Backend, BackendKind, DevicePtr, MemoryInfo, Platform, QueueEvent,
+};
+use crate::backend::limits::{EntryLimits, Limits, Shape};
+use crate::backend::packed::PackedArgs;
 use crate::{Error, Result};
 use offload_kernel::Dim3;
 use rayon::prelude::*;
-use std::alloc::{alloc, alloc_zeroed, dealloc, handle_alloc_error, Layout};
+use std::alloc::{alloc, dealloc, Layout};
+use std::any::Any;
+use std::collections::HashMap;
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::ptr::copy_nonoverlapping;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, PoisonError, RwLock};
+use std::time::{Duration, Instant};
 
+/// Alignment of `alloc`'s memory, as CUDA's.
+const ALLOC_ALIGN: usize = 256;
+/// Alignment of `alloc_pinned`'s memory: a page.
+const PAGE: usize = 4096;
+
+/// The host CPU, always there.
+pub fn discover() -> std::result::Result<Vec<Arc<dyn Backend>>, String> {
+    Ok(vec![Arc::new(HostBackend::new())])
+}
+
+/// The host device, or one queue of it: all queues share the device.
 pub struct HostBackend {
+    device: Arc<HostDevice>,
+}
+
+struct HostDevice {
     name: String,
-    /// Set by `release`: the host device then refuses launches, like a released GPU.
+    /// Set by `release`: the host device then refuses everything, like a released GPU.
     released: AtomicBool,
+    /// The loaded host builds, by handle: an image and its one entry share their index.
+    entries: RwLock<Vec<(&'static str, HostThread)>>,
+    /// The layouts of live allocations, by address.
+    allocations: Mutex<HashMap<u64, Layout>>,
 }
 
 impl HostBackend {
-    pub fn new() -> Self {
+    fn new() -> Self {
         HostBackend {
-            name: format!("host CPU ({} threads)", rayon::current_num_threads()),
-            released: AtomicBool::new(false),
+            device: Arc::new(HostDevice {
+                name: format!("host CPU ({} threads)", rayon::current_num_threads()),
+                released: AtomicBool::new(false),
+                entries: RwLock::new(Vec::new()),
+                allocations: Mutex::new(HashMap::new()),
+            }),
         }
     }
 
-    pub fn release(&self) {
-        self.released.store(true, Ordering::Release);
-    }
-
     /// `Err(Released)` once `release` was called.
-    pub fn check_live(&self) -> Result<()> {
-        if self.released.load(Ordering::Acquire) {
-            return Err(Error::Released {
-                device: self.name.clone(),
-            });
+    fn check_live(&self) -> Result<()> {
+        if self.device.released.load(Ordering::Acquire) {
+            return Err(self.released());
         }
         Ok(())
     }
 
-    pub fn name(&self) -> &str {
-        &self.name
-    }
-
-    /// CUDA's limits, so that a shape valid on the host is valid on a GPU too.
-    pub fn limits(&self) -> Limits {
-        Limits {
-            max_threads_per_block: 1024,
-            max_block: Dim3::new(1024, 1024, 64),
-            max_grid: Dim3::new(i32::MAX as u32, 65535, 65535),
-            multiprocessors: rayon::current_num_threads() as u32,
-            threads_per_multiprocessor: 1024,
-            // What every CUDA GPU gives without opting in.
-            max_shared_per_block: 48 * 1024,
-        }
-    }
-}
-
-impl Default for HostBackend {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
-/// Arguments shared by the worker threads of one launch.
-struct SharedArgs<'a, 'b>(&'a [KernelArg<'b>]);
-
-// SAFETY: inputs are only read; each `&mut [T]` is reached by the kernel through a ThreadSlice,
-// whose safe API gives every GPU thread (global id) disjoint elements, so the worker threads
-// never touch the same bytes. The `unsafe` ThreadSlice API puts the same duty on the kernel.
-unsafe impl Sync for SharedArgs<'_, '_> {}
-
-impl<'a, 'b> SharedArgs<'a, 'b> {
-    // A method, so that closures capture the Sync wrapper and not its field.
-    fn get(&self) -> &'a [KernelArg<'b>] {
-        self.0
-    }
-}
-
-/// A copy of one `&mut [T]` argument that the kernel writes, so that the caller's slice changes
-/// only when the whole launch succeeded, as on a GPU.
-struct Staged {
-    copy: *mut u8,
-    layout: Layout,
-    original: *mut u8,
-    /// Whether the results replace the original (not for `to` and `alloc` outputs).
-    commit: bool,
-}
-
-impl Staged {
-    /// A copy of the `bytes` at `original` (`copy_in`), else zeroed memory of that size.
-    fn new(original: *mut u8, bytes: usize, align: usize, copy_in: bool) -> Staged {
-        let layout = Layout::from_size_align(bytes, align).expect("a slice's layout is valid");
-        // SAFETY: bytes > 0 (callers skip empty slices).
-        let copy = unsafe {
-            if copy_in {
-                alloc(layout)
-            } else {
-                alloc_zeroed(layout)
-            }
-        };
-        if copy.is_null() {
-            handle_alloc_error(layout);
-        }
-        if copy_in {
-            // SAFETY: both regions hold `bytes` bytes and do not overlap.
-            unsafe { copy_nonoverlapping(original, copy, bytes) };
-        }
-        Staged {
-            copy,
-            layout,
-            original,
-            commit: true,
+    fn released(&self) -> Error {
+        Error::Released {
+            device: self.device.name.clone(),
         }
     }
 
-    fn commit(&self) {
-        if !self.commit {
-            return;
+    fn driver_error(&self, operation: &'static str, message: impl Into<String>) -> Error {
+        Error::Driver {
+            device: self.device.name.clone(),
+            operation,
+            message: message.into(),
         }
-        // SAFETY: the original slice is still mutably borrowed by the launch.
-        unsafe { copy_nonoverlapping(self.copy, self.original, self.layout.size()) };
     }
-}
 
-impl Drop for Staged {
-    fn drop(&mut self) {
-        // SAFETY: allocated in `new` with this layout.
-        unsafe { dealloc(self.copy, self.layout) };
+    /// Host memory of `layout` (non-zero size), recorded for `free`.
+    fn allocate(&self, requester: &'static str, layout: Layout) -> Result<*mut u8> {
+        self.check_live()?;
+        // SAFETY: the size is not zero (callers ask for > 0 bytes).
+        let ptr = unsafe { alloc(layout) };
+        if ptr.is_null() {
+            return Err(Error::OutOfMemory {
+                kernel: requester,
+                device: self.device.name.clone(),
+                bytes: layout.size(),
+            });
+        }
+        self.allocations().insert(ptr as usize as u64, layout);
+        Ok(ptr)
+    }
+
+    /// Frees what `allocate` returned.
+    fn deallocate(&self, ptr: *mut u8) {
+        let layout = self
+            .allocations()
+            .remove(&(ptr as usize as u64))
+            .expect("freed a live allocation of the host device");
+        // SAFETY: allocated by `allocate` with this layout, and freed once (removed above).
+        unsafe { dealloc(ptr, layout) };
+    }
+
+    fn allocations(&self) -> std::sync::MutexGuard<'_, HashMap<u64, Layout>> {
+        self.device
+            .allocations
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The host build with this handle.
+    fn entry(&self, handle: u64) -> Result<(&'static str, HostThread)> {
+        let entries = self
+            .device
+            .entries
+            .read()
+            .unwrap_or_else(PoisonError::into_inner);
+        // Only `release` empties the list, so a handle it does not hold is one of before.
+        entries
+            .get(handle as usize)
+            .copied()
+            .ok_or_else(|| self.released())
     }
 }
 
@@ -160,127 +155,242 @@ fn parse_warp_size(
     }
 }
 
-pub(crate) fn run(
-    kernel: &Kernel,
-    device: &Device,
-    shape: Shape,
-    args: &mut [KernelArg<'_>],
-) -> Result<()> {
-    // Here, where plain and stream launches meet, so that neither runs on a released host.
-    device.check_host_live()?;
-    let warp_size = warp_size().map_err(|reason| Error::InvalidLaunch {
-        kernel: kernel.name,
-        device: device.name().to_string(),
-        reason,
-    })?;
-    let mut staged = Vec::new();
-    let mut staged_args = Vec::with_capacity(args.len());
-    for arg in args.iter() {
-        let data = match arg.data {
-            // Resident data of the host device is host memory: an output is written back.
-            ArgData::Resident {
-                device: resident,
-                addr,
-                len,
-                elem_size,
-                elem_align,
-                writable,
-            } => {
-                check_resident(kernel.name, device.id(), device.name(), resident)?;
-                if writable {
-                    ArgData::SliceMut {
-                        ptr: addr as *mut u8,
-                        len,
-                        elem_size,
-                        elem_align,
-                        atomic: false,
-                        kind: OutKind::ToFrom,
-                    }
-                } else {
-                    ArgData::Slice {
-                        ptr: addr as *const u8,
-                        len,
-                        elem_size,
-                        present_only: false,
-                    }
-                }
-            }
-            data => data,
-        };
-        let data = match data {
-            ArgData::SliceMut {
-                ptr,
-                len,
-                elem_size,
-                elem_align,
-                atomic,
-                kind,
-            } if len * elem_size > 0 => {
-                // As on a GPU: `from` and `alloc` start from zeroed memory, and `to` and
-                // `alloc` results stay "on the device" (the host keeps its data).
-                let copy_in = matches!(kind, OutKind::ToFrom | OutKind::To);
-                let mut stage = Staged::new(ptr, len * elem_size, elem_align, copy_in);
-                stage.commit = matches!(kind, OutKind::ToFrom | OutKind::From);
-                let data = ArgData::SliceMut {
-                    ptr: stage.copy,
-                    len,
-                    elem_size,
-                    elem_align,
-                    atomic,
-                    kind,
-                };
-                staged.push(stage);
-                data
-            }
-            data => data,
-        };
-        staged_args.push(KernelArg::new(data));
+impl Backend for HostBackend {
+    fn kind(&self) -> BackendKind {
+        BackendKind::Host
     }
-    run_grid(kernel, device, shape, warp_size, &staged_args)?;
-    staged.iter().for_each(Staged::commit);
-    Ok(())
-}
 
-fn run_grid(
-    kernel: &Kernel,
-    device: &Device,
-    shape: Shape,
-    warp_size: u32,
-    args: &[KernelArg<'_>],
-) -> Result<()> {
-    let Shape {
-        grid,
-        block,
-        dynamic_shared,
-    } = shape;
-    let shared = SharedArgs(args);
-    // SAFETY: `shared` holds this kernel's arguments, built by its generated launcher.
-    let thread = || unsafe { (kernel.host_thread)(shared.get()) };
-    let run_block = |b: u64| {
-        scheduler::run_block(
-            scheduler::unlinear(b, grid),
+    fn platform(&self) -> Platform {
+        Platform::Host
+    }
+
+    fn uuid(&self) -> Option<[u8; 16]> {
+        None
+    }
+
+    fn name(&self) -> &str {
+        &self.device.name
+    }
+
+    fn ordinal(&self) -> usize {
+        0
+    }
+
+    /// CUDA's limits, so that a shape valid on the host is valid on a GPU too.
+    fn limits(&self) -> Limits {
+        Limits {
+            max_threads_per_block: 1024,
+            max_block: Dim3::new(1024, 1024, 64),
+            max_grid: Dim3::new(i32::MAX as u32, 65535, 65535),
+            multiprocessors: rayon::current_num_threads() as u32,
+            threads_per_multiprocessor: 1024,
+            // What every CUDA GPU gives without opting in.
+            max_shared_per_block: 48 * 1024,
+        }
+    }
+
+    fn memory_is_host(&self) -> bool {
+        true
+    }
+
+    fn memory_info(&self) -> Result<MemoryInfo> {
+        Err(self.driver_error(
+            "querying device memory",
+            "the host CPU's memory is the process's",
+        ))
+    }
+
+    fn alloc(&self, requester: &'static str, bytes: usize) -> Result<DevicePtr> {
+        let layout =
+            Layout::from_size_align(bytes, ALLOC_ALIGN).map_err(|_| Error::OutOfMemory {
+                kernel: requester,
+                device: self.device.name.clone(),
+                bytes,
+            })?;
+        let ptr = self.allocate(requester, layout)?;
+        Ok(DevicePtr(ptr as usize as u64))
+    }
+
+    unsafe fn free(&self, ptr: DevicePtr) {
+        self.deallocate(ptr.0 as usize as *mut u8);
+    }
+
+    unsafe fn copy_to_device(&self, dst: DevicePtr, src: *const u8, bytes: usize) -> Result<()> {
+        self.check_live()?;
+        // SAFETY: per the trait contract, both hold `bytes` bytes (host memory on this device).
+        unsafe { std::ptr::copy(src, dst.0 as usize as *mut u8, bytes) };
+        Ok(())
+    }
+
+    unsafe fn copy_from_device(&self, dst: *mut u8, src: DevicePtr, bytes: usize) -> Result<()> {
+        self.check_live()?;
+        // SAFETY: per the trait contract, both hold `bytes` bytes (host memory on this device).
+        unsafe { std::ptr::copy(src.0 as usize as *const u8, dst, bytes) };
+        Ok(())
+    }
+
+    unsafe fn fill_zero(&self, dst: DevicePtr, bytes: usize) -> Result<()> {
+        self.check_live()?;
+        // SAFETY: per the trait contract, `dst` holds `bytes` bytes.
+        unsafe { std::ptr::write_bytes(dst.0 as usize as *mut u8, 0, bytes) };
+        Ok(())
+    }
+
+    /// Ordinary host memory, page aligned: the host reads it as directly as any other.
+    fn alloc_pinned(&self, bytes: usize) -> Result<*mut u8> {
+        let layout = Layout::from_size_align(bytes, PAGE)
+            .map_err(|e| self.driver_error("allocating pinned host memory", e.to_string()))?;
+        self.allocate("offload::PinnedVec", layout)
+    }
+
+    unsafe fn free_pinned(&self, ptr: *mut u8) {
+        self.deallocate(ptr);
+    }
+
+    fn pinned_device_address(&self, ptr: *mut u8) -> Option<DevicePtr> {
+        Some(DevicePtr(ptr as usize as u64))
+    }
+
+    fn code_rank(&self, code: &Code<'_>) -> Option<u32> {
+        matches!(code, Code::Host { .. }).then_some(1)
+    }
+
+    fn target(&self) -> String {
+        "a host build".to_string()
+    }
+
+    fn load_image(&self, code: &Code<'static>) -> Result<ImageHandle> {
+        self.check_live()?;
+        let Code::Host { name, thread } = *code else {
+            return Err(self.driver_error(
+                "loading an image",
+                "the host CPU runs kernels' host builds only",
+            ));
+        };
+        let mut entries = self
+            .device
+            .entries
+            .write()
+            .unwrap_or_else(PoisonError::into_inner);
+        entries.push((name, thread));
+        Ok(ImageHandle(entries.len() as u64 - 1))
+    }
+
+    fn find_entry(&self, image: ImageHandle, name: &str) -> Result<EntryHandle> {
+        let (entry, _) = self.entry(image.0)?;
+        if entry != name {
+            return Err(self.driver_error(
+                "finding a kernel entry",
+                format!("the host build of `{entry}` has no entry `{name}`"),
+            ));
+        }
+        Ok(EntryHandle(image.0))
+    }
+
+    fn entry_limits(&self, _entry: EntryHandle) -> Result<EntryLimits> {
+        // Shared memory is allocated per block as the kernel asks; registers are the CPU's.
+        Ok(EntryLimits {
+            max_threads_per_block: self.limits().max_threads_per_block,
+            registers: 0,
+            static_shared: 0,
+        })
+    }
+
+    fn find_global(&self, _image: ImageHandle, _name: &str) -> Result<Option<(DevicePtr, usize)>> {
+        Ok(None)
+    }
+
+    unsafe fn launch(&self, entry: EntryHandle, shape: Shape, args: &PackedArgs) -> Result<()> {
+        self.check_live()?;
+        let (name, thread) = self.entry(entry.0)?;
+        let warp_size = warp_size().map_err(|reason| Error::InvalidLaunch {
+            kernel: name,
+            device: self.device.name.clone(),
+            reason,
+        })?;
+        let Shape {
             grid,
             block,
-            dynamic_shared as usize,
-            warp_size,
-            &thread,
-        )
-    };
-    catch_unwind(AssertUnwindSafe(|| {
-        (0..grid.count()).into_par_iter().for_each(run_block)
-    }))
-    .map_err(|payload| {
-        let message = payload
-            .downcast_ref::<&str>()
-            .map(|s| s.to_string())
-            .or_else(|| payload.downcast_ref::<String>().cloned())
-            .unwrap_or_else(|| "panic with a non-string payload".to_string());
-        Error::KernelFailed {
-            kernel: kernel.name,
-            device: device.name().to_string(),
-            message: format!("panicked: {message}"),
-        }
-    })
+            dynamic_shared,
+        } = shape;
+        // SAFETY: `args` are this entry's packed parameters (the trait contract), and every
+        // thread runs through the scheduler.
+        let run_thread = || unsafe { thread(args) };
+        let run_block = |b: u64| {
+            scheduler::run_block(
+                scheduler::unlinear(b, grid),
+                grid,
+                block,
+                dynamic_shared as usize,
+                warp_size,
+                &run_thread,
+            )
+        };
+        catch_unwind(AssertUnwindSafe(|| {
+            (0..grid.count()).into_par_iter().for_each(run_block)
+        }))
+        .map_err(|payload| {
+            let message = payload
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| payload.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "panic with a non-string payload".to_string());
+            self.driver_error("running the kernel", format!("panicked: {message}"))
+        })
+    }
+
+    /// Launches and copies are complete when their calls return.
+    fn synchronize(&self) -> Result<()> {
+        self.check_live()
+    }
+
+    fn release(&self) -> Result<()> {
+        self.device.released.store(true, Ordering::Release);
+        self.device
+            .entries
+            .write()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clear();
+        Ok(())
+    }
+
+    fn new_queue(&self) -> Result<Arc<dyn Backend>> {
+        self.check_live()?;
+        Ok(Arc::new(HostBackend {
+            device: self.device.clone(),
+        }))
+    }
+
+    fn record_event(&self) -> Result<Box<dyn QueueEvent>> {
+        self.check_live()?;
+        Ok(Box::new(HostEvent(Instant::now())))
+    }
+
+    /// The work before any event is complete already.
+    fn wait_event(&self, _event: &dyn QueueEvent) -> Result<()> {
+        self.check_live()
+    }
+}
+
+/// When an event was recorded: the work queued before it had run by then.
+struct HostEvent(Instant);
+
+impl QueueEvent for HostEvent {
+    fn synchronize(&self) -> Result<()> {
+        Ok(())
+    }
+
+    fn elapsed_since(&self, start: &dyn QueueEvent) -> Result<Duration> {
+        let start = start
+            .as_any()
+            .downcast_ref::<HostEvent>()
+            .ok_or_else(|| Error::NoDevice("timing events of two different devices".to_string()))?;
+        Ok(self.0.saturating_duration_since(start.0))
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
 }
 
 #[cfg(test)]

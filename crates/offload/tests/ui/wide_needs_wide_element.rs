@@ -12,7 +12,7 @@ struct Pair {
 }
 
 #[offload::kernel]
-fn add_pairs(x: &[Pair], y: &mut [Pair]) {
+fn add_pairs(x: &[Pair], #[wide] y: &mut [Pair]) {
     y.update_mine_wide(x, |y, x| Pair {
         re: y.re + x.re,
         im: y.im + x.im,

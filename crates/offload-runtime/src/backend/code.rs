@@ -1,0 +1,37 @@
+//! What a plugin loads and launches: a kernel's code as plain data, and the plugin's handles of
+//! what it loaded.
+
+use crate::backend::packed::PackedArgs;
+use crate::image::DeviceImage;
+
+/// One form of a kernel's code that the layer above offers a plugin.
+#[derive(Clone, Copy, Debug)]
+pub enum Code<'a> {
+    /// A device image embedded by the build pass (PTX, cubin, …), holding all kernels of a crate.
+    Image(&'a DeviceImage),
+    /// A kernel's host build: an image with one entry, `name`, whose every call runs one GPU
+    /// thread on the host CPU.
+    Host {
+        /// The kernel's name.
+        name: &'static str,
+        /// Runs one GPU thread of the kernel.
+        thread: HostThread,
+    },
+}
+
+/// A plugin's handle of an image it loaded (a CUDA module, …), meaningful to that plugin only.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ImageHandle(pub u64);
+
+/// A plugin's handle of a kernel entry in a loaded image (a CUDA function, …), meaningful to that
+/// plugin only, valid until the device is released.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct EntryHandle(pub u64);
+
+/// A kernel's host build: runs one GPU thread (its ids set by the scheduler) with the launch's
+/// packed parameters.
+///
+/// # Safety
+/// The parameters are those of a launch of this kernel, as its launcher packs them, and every
+/// thread of the launch runs through the host plugin's scheduler.
+pub type HostThread = unsafe fn(&PackedArgs);

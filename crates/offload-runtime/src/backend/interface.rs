@@ -1,0 +1,172 @@
+//! The plugin interface: what every plugin provides ([`Backend`], [`QueueEvent`]) and the plain
+//! data it speaks in besides [`Code`], [`PackedArgs`], [`Shape`] and [`Limits`].
+
+use crate::backend::code::{Code, EntryHandle, ImageHandle};
+use crate::backend::limits::{EntryLimits, Limits, Shape};
+use crate::backend::packed::PackedArgs;
+use crate::Result;
+use std::any::Any;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Which plugin runs a device.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum BackendKind {
+    Host,
+    /// The CUDA driver, directly.
+    Cuda,
+    /// LLVM's offload runtime.
+    LibOffload,
+}
+
+/// What kind of processor a device is, whichever plugin drives it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Platform {
+    Host,
+    /// An NVIDIA GPU.
+    Cuda,
+    /// An AMD GPU.
+    Amdgpu,
+}
+
+/// A device's memory, in bytes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MemoryInfo {
+    pub free: usize,
+    pub total: usize,
+}
+
+/// An address in a device's memory (on the host CPU, a host address).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DevicePtr(pub u64);
+
+/// One device of a plugin, or one queue of it ([`Backend::new_queue`]). Operations are ordered on
+/// the queue; `synchronize` waits for them. Every operation of a released device
+/// ([`Backend::release`]) is `Err(Released)`, except the frees.
+///
+/// Errors: a failed driver call is `Error::Driver` with the driver's message; the layer above
+/// turns those of `load_image` and `find_entry` into `NoImage`, those of `launch` and
+/// `synchronize` into `KernelFailed`, naming the kernel.
+pub trait Backend: Send + Sync + 'static {
+    // --- The device.
+    fn kind(&self) -> BackendKind;
+    fn platform(&self) -> Platform;
+    /// The GPU's UUID, where the plugin can tell it: how one GPU seen by two plugins is found.
+    fn uuid(&self) -> Option<[u8; 16]>;
+    /// The name users see, unique among the process's devices.
+    fn name(&self) -> &str;
+    /// Index among the devices of this plugin, in the vendor's numbering.
+    fn ordinal(&self) -> usize;
+    /// What it accepts as a launch shape.
+    fn limits(&self) -> Limits;
+    /// Whether its memory is the host's: device addresses are host addresses, so kernels read
+    /// host data in place and the layer above copies nothing in (the host CPU).
+    fn memory_is_host(&self) -> bool;
+    /// Free and total device memory, as the driver reports them now.
+    fn memory_info(&self) -> Result<MemoryInfo>;
+
+    // --- Memory.
+    /// Device memory for `bytes` (> 0) bytes, aligned to 256 bytes. `Err(OutOfMemory)` naming
+    /// `requester` (what the memory is for) when it does not fit.
+    fn alloc(&self, requester: &'static str, bytes: usize) -> Result<DevicePtr>;
+
+    /// Release memory from `alloc`, once the queued work that uses it is done.
+    ///
+    /// # Safety
+    /// `ptr` came from `alloc` of this device and is not used afterwards.
+    unsafe fn free(&self, ptr: DevicePtr);
+
+    /// Copy `bytes` host bytes at `src` to `dst`, ordered after the queued work. From pageable
+    /// memory the bytes are taken before it returns; from page-locked memory (`alloc_pinned`)
+    /// the copy is only queued, and reads `src` until the queue has synchronized.
+    ///
+    /// # Safety
+    /// `src..src+bytes` is readable, stays unchanged until `synchronize` returns, and `dst` holds
+    /// at least `bytes` bytes.
+    unsafe fn copy_to_device(&self, dst: DevicePtr, src: *const u8, bytes: usize) -> Result<()>;
+
+    /// Queue a copy of `bytes` device bytes at `src` to host memory at `dst`, after the queued
+    /// work; complete once `synchronize` returns.
+    ///
+    /// # Safety
+    /// `dst..dst+bytes` stays writable and otherwise unused until `synchronize` returns, and
+    /// `src` holds at least `bytes` bytes.
+    unsafe fn copy_from_device(&self, dst: *mut u8, src: DevicePtr, bytes: usize) -> Result<()>;
+
+    /// Queue setting `bytes` bytes at `dst` to zero.
+    ///
+    /// # Safety
+    /// `dst` holds at least `bytes` bytes.
+    unsafe fn fill_zero(&self, dst: DevicePtr, bytes: usize) -> Result<()>;
+
+    /// Page-locked host memory for `bytes` (> 0) bytes, page aligned, which copies on any queue
+    /// of any device of this plugin read and write without staging (so they run asynchronously).
+    fn alloc_pinned(&self, bytes: usize) -> Result<*mut u8>;
+
+    /// Release memory from `alloc_pinned`.
+    ///
+    /// # Safety
+    /// `ptr` came from this plugin's `alloc_pinned`, no queued copy uses it, and it is not used
+    /// afterwards.
+    unsafe fn free_pinned(&self, ptr: *mut u8);
+
+    /// The address at which kernels on this device reach `ptr`, memory from `alloc_pinned`;
+    /// `None` when they cannot.
+    fn pinned_device_address(&self, ptr: *mut u8) -> Option<DevicePtr>;
+
+    // --- Code.
+    /// How well this device runs `code`: `None` when it cannot load it, else a rank, higher for
+    /// better code (machine code for exactly this device over code its driver compiles).
+    fn code_rank(&self, code: &Code<'_>) -> Option<u32>;
+    /// What code this device needs, for messages when no code fits (`"sm_90"`).
+    fn target(&self) -> String;
+    /// Load `code` (one with a rank) for every queue of the device; it stays loaded until
+    /// `release`. `Err(Driver)` with the driver's message when the driver rejects it.
+    fn load_image(&self, code: &Code<'static>) -> Result<ImageHandle>;
+    /// The kernel entry `name` of a loaded image; `Err(Driver)` when it has none.
+    fn find_entry(&self, image: ImageHandle, name: &str) -> Result<EntryHandle>;
+    /// What an entry can be launched with.
+    fn entry_limits(&self, entry: EntryHandle) -> Result<EntryLimits>;
+    /// The device global `name` of a loaded image, with its size in bytes; `None` if it has none.
+    fn find_global(&self, image: ImageHandle, name: &str) -> Result<Option<(DevicePtr, usize)>>;
+
+    // --- Launches and queues.
+    /// Queue `entry` in `shape` with `args`. The parameter bytes are taken before it returns.
+    ///
+    /// # Safety
+    /// `entry` came from `find_entry` of this device, and `args` are its parameters as its
+    /// kernel's launcher packs them: every address in them holds what the kernel reaches through
+    /// it, until the launch has completed.
+    unsafe fn launch(&self, entry: EntryHandle, shape: Shape, args: &PackedArgs) -> Result<()>;
+
+    /// Wait for all queued work; a kernel fault surfaces here.
+    fn synchronize(&self) -> Result<()>;
+
+    /// Wait for every queue of the device, unload every image and free what the plugin holds for
+    /// them; from then on every operation is `Err(Released)`. Memory from `alloc` and
+    /// `alloc_pinned` stays valid to free.
+    fn release(&self) -> Result<()>;
+
+    /// The same device with a queue of its own (a CUDA stream): every operation of the returned
+    /// backend is ordered on that queue only, so work on two queues may overlap. Images loaded
+    /// through any queue of the device serve all of them.
+    fn new_queue(&self) -> Result<Arc<dyn Backend>>;
+
+    /// A mark after the work queued so far, for other queues of the device to wait on and for
+    /// timing.
+    fn record_event(&self) -> Result<Box<dyn QueueEvent>>;
+
+    /// Make the work queued from now on wait until `event`, recorded on a queue of this device,
+    /// has completed.
+    fn wait_event(&self, event: &dyn QueueEvent) -> Result<()>;
+}
+
+/// A point in a queue, recorded by [`Backend::record_event`].
+pub trait QueueEvent: Send + Sync {
+    /// Wait until the work before the event has completed.
+    fn synchronize(&self) -> Result<()>;
+    /// Time from `start` (an earlier event of the same device) to this one; waits for both.
+    fn elapsed_since(&self, start: &dyn QueueEvent) -> Result<Duration>;
+    /// For the plugin to find its own event type.
+    fn as_any(&self) -> &dyn Any;
+}

@@ -1,0 +1,130 @@
+//! A launch's parameters packed into one buffer laid out like a C struct of the kernel entry's
+//! parameters (each at the next multiple of its alignment): what liboffload's `olLaunchKernel`
+//! takes, what the CUDA plugin hands the driver one parameter at a time, and what a kernel's host
+//! build reads its parameters from on the host CPU.
+
+use std::mem::{align_of, size_of, MaybeUninit};
+
+/// The packed parameters of one launch, with where each one starts.
+#[derive(Clone, Debug, Default)]
+pub struct PackedArgs {
+    /// Padding inside by-value structs may be uninitialised, as in the values themselves.
+    bytes: Vec<MaybeUninit<u8>>,
+    offsets: Vec<usize>,
+}
+
+impl PackedArgs {
+    /// Room for `params` parameters of 8 bytes.
+    pub fn with_capacity(params: usize) -> Self {
+        PackedArgs {
+            bytes: Vec::with_capacity(params * 8),
+            offsets: Vec::with_capacity(params),
+        }
+    }
+
+    /// Append a parameter: the `size` bytes at `value`, at the next multiple of `align` (a power
+    /// of two).
+    ///
+    /// # Safety
+    /// `value..value + size` is readable (padding bytes in it may be uninitialised).
+    pub unsafe fn push_raw(&mut self, value: *const u8, size: usize, align: usize) {
+        let offset = self.bytes.len().next_multiple_of(align);
+        self.bytes.resize(offset + size, MaybeUninit::new(0));
+        // SAFETY: `value` holds `size` readable bytes (the contract); the buffer has room for
+        // them at `offset`, and is a distinct allocation.
+        unsafe {
+            std::ptr::copy_nonoverlapping(
+                value as *const MaybeUninit<u8>,
+                self.bytes.as_mut_ptr().add(offset),
+                size,
+            )
+        };
+        self.offsets.push(offset);
+    }
+
+    /// Append a parameter holding `value`.
+    pub fn push<T: Copy>(&mut self, value: &T) {
+        // SAFETY: a live `T` is readable.
+        unsafe {
+            self.push_raw(
+                value as *const T as *const u8,
+                size_of::<T>(),
+                align_of::<T>(),
+            )
+        }
+    }
+
+    /// Append a 64-bit word: a device address or a slice length.
+    pub fn push_word(&mut self, word: u64) {
+        self.push(&word);
+    }
+
+    /// The start of the buffer.
+    pub fn as_ptr(&self) -> *const u8 {
+        self.bytes.as_ptr() as *const u8
+    }
+
+    /// Bytes in the buffer: the end of the last parameter, with no padding after it.
+    pub fn size(&self) -> usize {
+        self.bytes.len()
+    }
+
+    /// Where each parameter starts in the buffer.
+    pub fn offsets(&self) -> &[usize] {
+        &self.offsets
+    }
+
+    /// Parameter `index` as a `T`.
+    ///
+    /// # Safety
+    /// The parameter was pushed from a valid `T`.
+    pub unsafe fn read<T: Copy>(&self, index: usize) -> T {
+        let start = self.offsets[index];
+        let bytes = &self.bytes[start..start + size_of::<T>()];
+        // SAFETY: `bytes` holds the bytes of a valid `T` (the contract), read without assuming
+        // alignment.
+        unsafe { (bytes.as_ptr() as *const T).read_unaligned() }
+    }
+
+    /// Parameter `index`, a word holding a host address, as a pointer (on the host CPU device
+    /// addresses are host addresses).
+    ///
+    /// # Safety
+    /// The parameter was pushed by `push_word`.
+    pub unsafe fn host_pointer<T>(&self, index: usize) -> *mut T {
+        // SAFETY: per the contract.
+        unsafe { self.read::<u64>(index) as usize as *mut T }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parameters_sit_at_their_alignment_like_a_c_struct() {
+        #[derive(Clone, Copy, Debug, PartialEq)]
+        #[repr(C)]
+        struct Padded {
+            a: u8,
+            b: f64,
+        }
+        let padded = Padded { a: 7, b: -1.5 };
+        let mut args = PackedArgs::with_capacity(4);
+        args.push(&3u8);
+        args.push_word(0xdead_beef_0000);
+        args.push(&padded);
+        args.push(&2.5f32);
+        assert_eq!(args.offsets(), &[0, 8, 16, 32]);
+        // The end of the last parameter, not a C struct's size (40, a multiple of its 8-byte
+        // alignment): what liboffload's AMDGPU plugin copies into the kernarg segment.
+        assert_eq!(args.size(), 36);
+        // SAFETY: each parameter was pushed from a value of the type read.
+        unsafe {
+            assert_eq!(args.read::<u8>(0), 3);
+            assert_eq!(args.read::<u64>(1), 0xdead_beef_0000);
+            assert_eq!(args.read::<Padded>(2), padded);
+            assert_eq!(args.read::<f32>(3), 2.5);
+        }
+    }
+}

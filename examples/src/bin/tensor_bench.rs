@@ -1,0 +1,208 @@
+//! The tensor-core GEMMs on the default device, checked against the CPU and timed against cuBLAS
+//! (through torch, `python3`) in the same run:
+//! - `sgemm_tf32x3` at 4096³ against cuBLAS fp32 with TF32 off; torch also measures both
+//!   results' errors against an `f64` product of the same inputs on the GPU;
+//! - `gemm_bf16` at 8192³ (`bf16` out, `A · Wᵀ`) against cuBLAS `bf16` (`torch.mm(a, w.t())`).
+//!
+//! Times are the kernels' own (`LaunchReport::kernel_time`), the best of 5 launches in a data
+//! region; torch's the best of 20 CUDA-event timings. On the host backend the sizes shrink.
+//! Arguments: `tensor_bench [SGEMM_SIZE [BF16_SIZE]]`.
+
+use offload::half::bf16;
+use offload::{Device, Launch};
+use offload_examples::kernels::gemm_bf16::{self, ACT_NONE};
+use offload_examples::kernels::sgemm_tf32;
+use offload_examples::kernels::tensor::MatDims;
+use offload_examples::reference_gemm::{linear_entry, sgemm_entry, uniform, uniform_bf16};
+use offload_examples::reference_torch::{python, BEST_MS};
+use offload_examples::tensor_launch;
+use std::time::Duration;
+
+const REPEATS: usize = 5;
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let device = offload::default_device()?;
+    println!(
+        "device: {}; dynamic shared memory per block up to {} bytes",
+        device.name(),
+        device.limits().max_shared_per_block
+    );
+    let arg = |i: usize, gpu: u32, host: u32| {
+        std::env::args()
+            .nth(i)
+            .and_then(|a| a.parse().ok())
+            .unwrap_or(if device.is_gpu() { gpu } else { host })
+    };
+    sgemm::<16>(&device, arg(1, 4096, 256))?;
+    sgemm::<32>(&device, arg(1, 4096, 256))?;
+    gemm_bf16::<32>(&device, arg(2, 8192, 256))?;
+    gemm_bf16::<64>(&device, arg(2, 8192, 256))?;
+    Ok(())
+}
+
+/// Best kernel time of `REPEATS` launches.
+fn best_kernel_time(mut launch: impl FnMut() -> offload::Result<()>) -> offload::Result<Duration> {
+    let mut best = Duration::MAX;
+    for _ in 0..REPEATS {
+        launch()?;
+        best = best.min(offload::last_launch().expect("a launch").kernel_time);
+    }
+    Ok(best)
+}
+
+fn tflops(size: u32, time: Duration) -> f64 {
+    2.0 * (size as f64).powi(3) / time.as_secs_f64() / 1e12
+}
+
+fn sgemm<const BK: usize>(device: &Device, size: u32) -> Result<(), Box<dyn std::error::Error>>
+where
+    sgemm_tf32::sgemm_tf32x3::Instance<BK>: sgemm_tf32::sgemm_tf32x3::Declared,
+{
+    let n = size as usize;
+    let dims = MatDims {
+        m: size,
+        n: size,
+        k: size,
+    };
+    let (a, b) = (uniform(n * n, 1), uniform(n * n, 2));
+    let mut c = vec![f32::NAN; n * n];
+    let launch: Launch<'_> = tensor_launch::sgemm_tf32x3::<BK>(device, dims, None);
+    let time = offload::region_on(device, |r| {
+        let (a, b) = (r.to(&a)?, r.to(&b)?);
+        let mut c = r.from(&mut c)?;
+        best_kernel_time(|| sgemm_tf32::sgemm_tf32x3::launch::<BK>(launch, dims, &a, &b, &mut c))
+    })?;
+    let worst = sampled_error(n, |i, j| {
+        (c[i * n + j] as f64, sgemm_entry(&a, &b, n, n, i, j))
+    });
+    let ok = worst <= 2f64.powi(-19);
+    let ours = tflops(size, time);
+    println!(
+        "sgemm_tf32x3::<{BK}> {size}^3: {:.3} ms, {ours:.2} TFLOP/s; 512 sampled elements vs CPU f64: \
+         worst |error| / sum|a*b| = {worst:.2e}: {}",
+        time.as_secs_f64() * 1e3,
+        if ok { "ok" } else { "MISMATCH" }
+    );
+    if device.is_gpu() {
+        match cublas_sgemm(&a, &b, &c, n) {
+            Ok((cublas, errors)) => println!(
+                "cuBLAS fp32 (torch.mm, TF32 off) {size}^3: {cublas:.2} TFLOP/s; sgemm_tf32x3 / cuBLAS = {:.2}\n{errors}",
+                ours / cublas
+            ),
+            Err(e) => println!("cuBLAS reference unavailable: {e}"),
+        }
+    }
+    if !ok {
+        return Err("sgemm_tf32x3 does not match the CPU".into());
+    }
+    Ok(())
+}
+
+/// Largest `|got - want| / Σ|a·b|` over 512 sampled elements; `at(i, j)` gives the kernel's
+/// value and the reference `(value, Σ|a·b|)`.
+fn sampled_error(n: usize, at: impl Fn(usize, usize) -> (f64, (f64, f64))) -> f64 {
+    (0..512)
+        .map(|s| {
+            let (got, (want, scale)) = at(s * 7919 % n, s * 104_729 % n);
+            (got - want).abs() / scale
+        })
+        .fold(0.0, f64::max)
+}
+
+/// cuBLAS fp32 (TF32 off) in TFLOP/s, and the normwise and elementwise errors of our `c` and of
+/// cuBLAS's product against an `f64` product of the same `a` and `b` (all on the GPU).
+fn cublas_sgemm(a: &[f32], b: &[f32], c: &[f32], n: usize) -> Result<(f64, String), String> {
+    let dir = std::env::temp_dir();
+    let file = |name: &str, data: &[f32]| -> Result<String, String> {
+        let path = dir.join(format!("tensor_bench_{}_{name}.f32", std::process::id()));
+        let bytes: Vec<u8> = data.iter().flat_map(|v| v.to_le_bytes()).collect();
+        std::fs::write(&path, bytes).map_err(|e| format!("{}: {e}", path.display()))?;
+        Ok(path.display().to_string())
+    };
+    let (pa, pb, pc) = (file("a", a)?, file("b", b)?, file("c", c)?);
+    let script = format!(
+        "{BEST_MS}\
+         import numpy as np\n\
+         torch.backends.cuda.matmul.allow_tf32 = False\n\
+         n = {n}\n\
+         load = lambda p: torch.from_numpy(np.fromfile(p, dtype=np.float32).reshape(n, n)).cuda()\n\
+         a, b, ours = load('{pa}'), load('{pb}'), load('{pc}')\n\
+         t = 2 * n ** 3 / (best_ms(lambda: torch.mm(a, b)) * 1e-3) / 1e12\n\
+         ref = torch.mm(a.double(), b.double())\n\
+         scale = torch.mm(a.double().abs(), b.double().abs())\n\
+         def err(x):\n\
+         \x20   d = x.double() - ref\n\
+         \x20   return (d.norm() / ref.norm()).item(), (d.abs() / scale).max().item()\n\
+         mine, theirs = err(ours), err(torch.mm(a, b))\n\
+         print(t)\n\
+         print('errors against an f64 product of the same inputs (normwise ||C - C64|| / ||C64||, \
+         elementwise max |C - C64| / (|A| |B|)): sgemm_tf32x3 %.2e, %.2e; cuBLAS fp32 %.2e, %.2e' \
+         % (mine + theirs))\n"
+    );
+    let out = python(&script);
+    for p in [&pa, &pb, &pc] {
+        let _ = std::fs::remove_file(p);
+    }
+    let out = out?;
+    let mut lines = out.lines();
+    let t = lines
+        .next()
+        .and_then(|l| l.parse().ok())
+        .ok_or_else(|| format!("unexpected torch output: {out}"))?;
+    Ok((t, lines.collect::<Vec<_>>().join("\n")))
+}
+
+fn gemm_bf16<const BK: usize>(device: &Device, size: u32) -> Result<(), Box<dyn std::error::Error>>
+where
+    gemm_bf16::gemm_bf16::Instance<bf16, BK>: gemm_bf16::gemm_bf16::Declared,
+{
+    let n = size as usize;
+    let dims = MatDims {
+        m: size,
+        n: size,
+        k: size,
+    };
+    let (a, w) = (uniform_bf16(n * n, 3, 1.0), uniform_bf16(n * n, 4, 1.0));
+    let mut out = vec![bf16::NAN; n * n];
+    let launch = tensor_launch::gemm_bf16::<BK>(device, dims, None);
+    let time = offload::region_on(device, |r| {
+        let (a, w) = (r.to(&a)?, r.to(&w)?);
+        let mut out = r.from(&mut out)?;
+        best_kernel_time(|| {
+            gemm_bf16::gemm_bf16::launch::<bf16, BK>(launch, dims, ACT_NONE, &a, &w, &[], &mut out)
+        })
+    })?;
+    // f32 sums, then the rounding to bf16 (half an ulp, 2^-9 relative to the value, which is at
+    // most the scale).
+    let worst = sampled_error(n, |i, j| {
+        (out[i * n + j].to_f64(), linear_entry(&a, &w, &[], n, i, j))
+    });
+    let ok = worst <= 2f64.powi(-8);
+    let ours = tflops(size, time);
+    println!(
+        "gemm_bf16::<{BK}> {size}^3 (bf16 out): {:.3} ms, {ours:.1} TFLOP/s; 512 sampled elements vs CPU \
+         f64: worst |error| / sum|a*w| = {worst:.2e}: {}",
+        time.as_secs_f64() * 1e3,
+        if ok { "ok" } else { "MISMATCH" }
+    );
+    if device.is_gpu() {
+        let script = format!(
+            "{BEST_MS}\
+             n = {size}\n\
+             a = torch.randn(n, n, device='cuda', dtype=torch.bfloat16)\n\
+             w = torch.randn(n, n, device='cuda', dtype=torch.bfloat16)\n\
+             print(2 * n ** 3 / (best_ms(lambda: torch.mm(a, w.t())) * 1e-3) / 1e12)\n"
+        );
+        match python(&script).and_then(|s| s.parse::<f64>().map_err(|e| e.to_string())) {
+            Ok(cublas) => println!(
+                "cuBLAS bf16 (torch.mm(a, w.t())) {size}^3: {cublas:.1} TFLOP/s; gemm_bf16 / cuBLAS = {:.2}",
+                ours / cublas
+            ),
+            Err(e) => println!("cuBLAS reference unavailable: {e}"),
+        }
+    }
+    if !ok {
+        return Err("gemm_bf16 does not match the CPU".into());
+    }
+    Ok(())
+}
