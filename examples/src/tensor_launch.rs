@@ -1,32 +1,24 @@
 //! Launch shapes of the tensor-core GEMMs (`kernels::sgemm_tf32`, `kernels::gemm_bf16`): block
 //! size, dynamic shared memory (all four stages, or as many as the device gives a block: two
 //! on the host backend's 48 KiB), and one block per output tile unless a grid is given.
-use crate::kernels::gemm_bf16::{gemm_bf16_blocks, gemm_bf16_shared_bytes, GEMM_BF16_THREADS};
-use crate::kernels::sgemm_tf32::{sgemm_tf32_blocks, sgemm_tf32_shared_bytes, SGEMM_TF32_THREADS};
+use crate::kernels::gemm_bf16::{gemm_bf16_blocks, GEMM_BF16_SHARED_BYTES, GEMM_BF16_THREADS};
+use crate::kernels::sgemm_tf32::{sgemm_tf32_blocks, SGEMM_TF32_SHARED_BYTES, SGEMM_TF32_THREADS};
 use crate::kernels::tensor::MatDims;
 use offload::{Device, Launch};
 
-/// The launch of `sgemm_tf32x3::<BK>` for `dims` on `device` (`blocks`: the grid, else one
-/// block per tile).
-pub fn sgemm_tf32x3<const BK: usize>(
-    device: &Device,
-    dims: MatDims,
-    blocks: Option<u32>,
-) -> Launch<'_> {
+/// The launch of `sgemm_tf32x3` for `dims` on `device` (`blocks`: the grid, else one block per
+/// tile).
+pub fn sgemm_tf32x3(device: &Device, dims: MatDims, blocks: Option<u32>) -> Launch<'_> {
     Launch::on(device)
         .grid(blocks.unwrap_or(sgemm_tf32_blocks(dims)).max(1))
         .block(SGEMM_TF32_THREADS)
-        .dynamic_shared(sgemm_tf32_shared_bytes(BK).min(device.limits().max_shared_per_block))
+        .dynamic_shared(SGEMM_TF32_SHARED_BYTES.min(device.limits().max_shared_per_block))
 }
 
-/// The launch of `gemm_bf16::<_, BK>` for `dims` on `device` (`blocks` as above).
-pub fn gemm_bf16<const BK: usize>(
-    device: &Device,
-    dims: MatDims,
-    blocks: Option<u32>,
-) -> Launch<'_> {
+/// The launch of `gemm_bf16` for `dims` on `device` (`blocks` as above).
+pub fn gemm_bf16(device: &Device, dims: MatDims, blocks: Option<u32>) -> Launch<'_> {
     Launch::on(device)
         .grid(blocks.unwrap_or(gemm_bf16_blocks(dims)).max(1))
         .block(GEMM_BF16_THREADS)
-        .dynamic_shared(gemm_bf16_shared_bytes(BK).min(device.limits().max_shared_per_block))
+        .dynamic_shared(GEMM_BF16_SHARED_BYTES.min(device.limits().max_shared_per_block))
 }

@@ -165,13 +165,10 @@ fn warp_kernels_require_sub_groups_of_32() {
         // The warp examples, and the tensor-core kernels (warp-level by nature: each lane
         // holds a piece of a fragment).
         let name = k.name.as_str();
-        let uses_warps = matches!(name, "warp_operations" | "divergent_warp_sum" | "dot")
-            || [
-                "fragments_from_shared",
-                "gemm_bf16__",
-                "mma_tiles_",
-                "sgemm_tf32x3__",
-            ]
+        let uses_warps = matches!(
+            name,
+            "warp_operations" | "divergent_warp_sum" | "dot" | "sgemm_tf32x3"
+        ) || ["fragments_from_shared", "gemm_bf16__", "mma_tiles_"]
             .iter()
             .any(|p| name.starts_with(p));
         // SPIR-V warps are 32 lanes wide (sub-groups of 32).

@@ -33,10 +33,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             .and_then(|a| a.parse().ok())
             .unwrap_or(if device.is_gpu() { gpu } else { host })
     };
-    sgemm::<16>(&device, arg(1, 4096, 256))?;
-    sgemm::<32>(&device, arg(1, 4096, 256))?;
-    gemm_bf16::<32>(&device, arg(2, 8192, 256))?;
-    gemm_bf16::<64>(&device, arg(2, 8192, 256))?;
+    sgemm(&device, arg(1, 4096, 256))?;
+    gemm_bf16(&device, arg(2, 8192, 256))?;
     Ok(())
 }
 
@@ -54,10 +52,7 @@ fn tflops(size: u32, time: Duration) -> f64 {
     2.0 * (size as f64).powi(3) / time.as_secs_f64() / 1e12
 }
 
-fn sgemm<const BK: usize>(device: &Device, size: u32) -> Result<(), Box<dyn std::error::Error>>
-where
-    sgemm_tf32::sgemm_tf32x3::Instance<BK>: sgemm_tf32::sgemm_tf32x3::Declared,
-{
+fn sgemm(device: &Device, size: u32) -> Result<(), Box<dyn std::error::Error>> {
     let n = size as usize;
     let dims = MatDims {
         m: size,
@@ -66,11 +61,11 @@ where
     };
     let (a, b) = (uniform(n * n, 1), uniform(n * n, 2));
     let mut c = vec![f32::NAN; n * n];
-    let launch: Launch<'_> = tensor_launch::sgemm_tf32x3::<BK>(device, dims, None);
+    let launch: Launch<'_> = tensor_launch::sgemm_tf32x3(device, dims, None);
     let time = offload::region_on(device, |r| {
         let (a, b) = (r.to(&a)?, r.to(&b)?);
         let mut c = r.from(&mut c)?;
-        best_kernel_time(|| sgemm_tf32::sgemm_tf32x3::launch::<BK>(launch, dims, &a, &b, &mut c))
+        best_kernel_time(|| sgemm_tf32::sgemm_tf32x3::launch(launch, dims, &a, &b, &mut c))
     })?;
     let worst = sampled_error(n, |i, j| {
         (c[i * n + j] as f64, sgemm_entry(&a, &b, n, n, i, j))
@@ -78,7 +73,7 @@ where
     let ok = worst <= 2f64.powi(-19);
     let ours = tflops(size, time);
     println!(
-        "sgemm_tf32x3::<{BK}> {size}^3: {:.3} ms, {ours:.2} TFLOP/s; 512 sampled elements vs CPU f64: \
+        "sgemm_tf32x3 {size}^3: {:.3} ms, {ours:.2} TFLOP/s; 512 sampled elements vs CPU f64: \
          worst |error| / sum|a*b| = {worst:.2e}: {}",
         time.as_secs_f64() * 1e3,
         if ok { "ok" } else { "MISMATCH" }
@@ -152,10 +147,7 @@ fn cublas_sgemm(a: &[f32], b: &[f32], c: &[f32], n: usize) -> Result<(f64, Strin
     Ok((t, lines.collect::<Vec<_>>().join("\n")))
 }
 
-fn gemm_bf16<const BK: usize>(device: &Device, size: u32) -> Result<(), Box<dyn std::error::Error>>
-where
-    gemm_bf16::gemm_bf16::Instance<bf16, BK>: gemm_bf16::gemm_bf16::Declared,
-{
+fn gemm_bf16(device: &Device, size: u32) -> Result<(), Box<dyn std::error::Error>> {
     let n = size as usize;
     let dims = MatDims {
         m: size,
@@ -164,12 +156,12 @@ where
     };
     let (a, w) = (uniform_bf16(n * n, 3, 1.0), uniform_bf16(n * n, 4, 1.0));
     let mut out = vec![bf16::NAN; n * n];
-    let launch = tensor_launch::gemm_bf16::<BK>(device, dims, None);
+    let launch = tensor_launch::gemm_bf16(device, dims, None);
     let time = offload::region_on(device, |r| {
         let (a, w) = (r.to(&a)?, r.to(&w)?);
         let mut out = r.from(&mut out)?;
         best_kernel_time(|| {
-            gemm_bf16::gemm_bf16::launch::<bf16, BK>(launch, dims, ACT_NONE, &a, &w, &[], &mut out)
+            gemm_bf16::gemm_bf16::launch::<bf16>(launch, dims, ACT_NONE, &a, &w, &[], &mut out)
         })
     })?;
     // f32 sums, then the rounding to bf16 (half an ulp, 2^-9 relative to the value, which is at
@@ -180,7 +172,7 @@ where
     let ok = worst <= 2f64.powi(-8);
     let ours = tflops(size, time);
     println!(
-        "gemm_bf16::<{BK}> {size}^3 (bf16 out): {:.3} ms, {ours:.1} TFLOP/s; 512 sampled elements vs CPU \
+        "gemm_bf16 {size}^3 (bf16 out): {:.3} ms, {ours:.1} TFLOP/s; 512 sampled elements vs CPU \
          f64: worst |error| / sum|a*w| = {worst:.2e}: {}",
         time.as_secs_f64() * 1e3,
         if ok { "ok" } else { "MISMATCH" }

@@ -41,9 +41,43 @@ pub(super) fn chunks_aligned<T: Copy>(m: &MatrixRef<'_, T>) -> bool {
         .is_multiple_of(ASYNC_CHUNK_BYTES)
 }
 
+/// [`stage_tile`] for a tile that lies inside `m`, whose rows start at 16-byte boundaries:
+/// asynchronous copies without a check per chunk.
+///
+/// # Safety
+/// As for [`stage_tile`]; moreover `row0 + rows <= m.rows()`, `col0 + chunks * 16 bytes` fits
+/// in `m.cols()`, and [`chunks_aligned`]`(m)`.
+#[inline(always)]
+pub(super) unsafe fn stage_tile_inside<T: Copy, const THREADS: usize>(
+    dst: SharedSlice<T>,
+    place: impl Fn(usize, usize) -> usize,
+    m: &MatrixRef<'_, T>,
+    (row0, col0): (usize, usize),
+    (rows, chunks): (usize, usize),
+) {
+    let per_chunk = ASYNC_CHUNK_BYTES / core::mem::size_of::<T>();
+    let t = thread_idx().x as usize;
+    // This thread's chunks are in one column, `THREADS / chunks` rows apart: one pointer moves
+    // down.
+    let (r0, c) = (t / chunks, t % chunks);
+    let rows_apart = THREADS / chunks;
+    let mut from = m
+        .data()
+        .as_ptr()
+        .wrapping_add((row0 + r0) * m.stride() + col0 + c * per_chunk);
+    for j in 0..rows * chunks / THREADS {
+        // SAFETY: row0 + r0 + j * rows_apart < rows and the chunk's columns are below cols, so
+        // the 16 bytes at `from` are inside `m` (hence inside its slice), at a 16-byte boundary
+        // (`chunks_aligned`); the destination is the caller's (`place` stays inside `dst` at
+        // 16-byte boundaries).
+        unsafe { copy_async_chunk_unchecked(dst, place(r0 + j * rows_apart, c), from, per_chunk) };
+        from = from.wrapping_add(rows_apart * m.stride());
+    }
+}
+
 /// Starts staging the `rows × chunks` chunks (16 bytes each) of the tile of `m` at
 /// `(row0, col0)` in `dst`: chunk `(r, c)` goes to element `place(r, c)`. The block's `THREADS`
-/// threads share the chunks (`rows * chunks` a multiple of `THREADS`); this thread copies
+/// threads share the chunks (`rows * chunks` a multiple of `THREADS`, `THREADS` of `chunks`); this thread copies
 /// chunks `t`, `t + THREADS`, … (`t` its index in the block). What lies outside `m` becomes zeros. With `aligned` (see [`chunks_aligned`]) the
 /// copies are asynchronous, else element by element at once.
 ///
@@ -63,21 +97,9 @@ pub(super) unsafe fn stage_tile<T: Copy, const THREADS: usize>(
     let per_chunk = ASYNC_CHUNK_BYTES / core::mem::size_of::<T>();
     let t = thread_idx().x as usize;
     if aligned && row0 + rows <= m.rows() && col0 + chunks * per_chunk <= m.cols() {
-        // The whole tile lies inside `m`: one check here instead of one per chunk.
-        for j in 0..rows * chunks / THREADS {
-            let chunk = t + j * THREADS;
-            let (r, c) = (chunk / chunks, chunk % chunks);
-            // SAFETY: row0 + r < rows and the chunk's columns are below cols, so the 16 bytes
-            // are inside `m` (hence inside its slice), at a 16-byte boundary (`aligned`); the
-            // destination is the caller's (`place` stays inside `dst` at 16-byte boundaries).
-            unsafe {
-                let from = m
-                    .data()
-                    .as_ptr()
-                    .add((row0 + r) * m.stride() + col0 + c * per_chunk);
-                copy_async_chunk_unchecked(dst, place(r, c), from, per_chunk);
-            }
-        }
+        // SAFETY: the tile lies inside `m`, whose rows start at 16-byte boundaries; the rest
+        // is the caller's contract.
+        unsafe { stage_tile_inside::<T, THREADS>(dst, place, m, (row0, col0), (rows, chunks)) };
         return;
     }
     for j in 0..rows * chunks / THREADS {

@@ -2,9 +2,9 @@
 //!
 //! Each operand is split into two tf32 numbers, `x = big + small` to about 22 bits
 //! (`mma::tf32_split`); three tf32 products `small·big' + big·small' + big·big'` stand for
-//! `x·x'`, and each `m16n8k8` step (8 products) is added into an `f32` accumulator outside the
-//! tensor cores, rounded to nearest: the truncating sums of the tensor cores then never grow
-//! longer than one step.
+//! `x·x'`, and each slice's sum (32 products, four `m16n8k8` steps chained on the tensor cores)
+//! is added into an `f32` accumulator outside the tensor cores, rounded to nearest: the
+//! truncating sums of the tensor cores then never grow longer than one slice.
 use super::gemm_tiles::{chunks_aligned, grouped_tile, pipelined, stage_tile, stages_in, unroll};
 use super::tensor::MatDims;
 use offload::mma::{m16n8k8, Acc16x8, MatrixMut, MatrixRef};
@@ -13,22 +13,21 @@ use offload::prelude::*;
 /// Output tile of one block.
 const BM: usize = 128;
 const BN: usize = 128;
+/// Depth of the slices staged in shared memory: the tensor cores sum 32 products of a row and a
+/// column before each `f32` addition.
+const BK: usize = 32;
 /// Slices in flight (fewer when the launch gives less shared memory).
 const STAGES: usize = 4;
 /// Row stride of the staged B slices (`BK × BN`), padded so that the fragment loads of a warp
 /// fall in different shared-memory banks; A slices (`BM × BK`) have `BK + 4`.
 const B_STRIDE: usize = BN + 8;
-/// Elements of one stage of slices `bk` deep.
-const fn stage_len(bk: usize) -> usize {
-    BM * (bk + 4) + bk * B_STRIDE
-}
+/// Elements of one stage.
+const STAGE_LEN: usize = BM * (BK + 4) + BK * B_STRIDE;
 /// Threads per block: 8 warps, 2 down × 4 across, each computing 64 × 32 of the tile.
 pub const SGEMM_TF32_THREADS: u32 = 256;
-/// Dynamic shared memory per block for all stages of [`sgemm_tf32x3`]`::<BK>`, in bytes (fewer
-/// whole stages work too).
-pub const fn sgemm_tf32_shared_bytes(bk: usize) -> u32 {
-    (STAGES * stage_len(bk) * 4) as u32
-}
+/// Dynamic shared memory per block for all stages of [`sgemm_tf32x3`], in bytes (fewer whole
+/// stages work too).
+pub const SGEMM_TF32_SHARED_BYTES: u32 = (STAGES * STAGE_LEN * 4) as u32;
 
 /// Blocks that cover an `m × n` output with one tile each (any grid works).
 pub fn sgemm_tf32_blocks(dims: MatDims) -> u32 {
@@ -36,21 +35,19 @@ pub fn sgemm_tf32_blocks(dims: MatDims) -> u32 {
 }
 
 /// `c = a · b` with `a` (`m × k`), `b` (`k × n`) and `c` (`m × n`) row-major `f32`, by 3×TF32
-/// on the tensor cores (see the module docs); `BK` (16 or 32) is the depth of the staged slices,
-/// whose products the tensor cores sum before each `f32` addition. Launch: blocks of
-/// [`SGEMM_TF32_THREADS`] threads with [`sgemm_tf32_shared_bytes`]`(BK)` of dynamic shared memory, [`sgemm_tf32_blocks`]
-/// blocks (or any other number). Rows at 16-byte boundaries (`k` and `n` multiples of 4) take
+/// on the tensor cores (see the module docs). Launch: blocks of [`SGEMM_TF32_THREADS`] threads
+/// with [`SGEMM_TF32_SHARED_BYTES`] of dynamic shared memory, [`sgemm_tf32_blocks`] blocks (or
+/// any other number). Rows at 16-byte boundaries (`k` and `n` multiples of 4) take
 /// the fast path; other shapes are staged element by element, with the same results.
-#[offload::kernel(instances(BK = 16 | 32))]
-pub fn sgemm_tf32x3<const BK: usize>(dims: MatDims, a: &[f32], b: &[f32], c: &mut [f32]) {
+#[offload::kernel]
+pub fn sgemm_tf32x3(dims: MatDims, a: &[f32], b: &[f32], c: &mut [f32]) {
     let (m, n, k) = (dims.m as usize, dims.n as usize, dims.k as usize);
     assert!(
         block_dim().x == SGEMM_TF32_THREADS && block_dim().count() == SGEMM_TF32_THREADS as u64,
         "sgemm_tf32x3: launch blocks of SGEMM_TF32_THREADS threads"
     );
     let smem = dynamic_shared::<f32>();
-    let stage_elems = stage_len(BK);
-    let stages = stages_in(smem, stage_elems, "sgemm_tf32x3");
+    let stages = stages_in(smem, STAGE_LEN, "sgemm_tf32x3");
     let (am, bm) = (MatrixRef::new(a, m, k), MatrixRef::new(b, k, n));
     let mut cm = MatrixMut::new(&mut c, m, n, n);
     let aligned = chunks_aligned(&am) && chunks_aligned(&bm);
@@ -58,16 +55,16 @@ pub fn sgemm_tf32x3<const BK: usize>(dims: MatDims, a: &[f32], b: &[f32], c: &mu
     let warp = warp_id() as usize;
     let (wr, wc) = (warp / 4 * 64, warp % 4 * 32);
     let slices = k.div_ceil(BK);
-    let a_at = |s: usize, r: usize, col: usize| s * stage_elems + r * (BK + 4) + col;
-    let b_at =
-        |s: usize, r: usize, col: usize| s * stage_elems + BM * (BK + 4) + r * B_STRIDE + col;
+    let a_at = |s: usize, r: usize, col: usize| s * STAGE_LEN + r * (BK + 4) + col;
+    let b_at = |s: usize, r: usize, col: usize| s * STAGE_LEN + BM * (BK + 4) + r * B_STRIDE + col;
 
     let mut tile = block_idx().x as usize;
     while tile < tiles_m * tiles_n {
         let (tm, tn) = grouped_tile(tile, tiles_m, tiles_n);
         let (row0, col0) = (tm * BM, tn * BN);
         let stage = |s: usize, slice: usize| {
-            // SAFETY: (both stagings) as in gemm_bf16 (see `pipelined`).
+            // SAFETY: (both stagings) `pipelined` reads stage s only after the wait and barrier
+            // that follow, and refills it only after a barrier that every reader of it has passed.
             unsafe {
                 stage_tile::<f32, 256>(
                     smem,
@@ -96,7 +93,6 @@ pub fn sgemm_tf32x3<const BK: usize>(dims: MatDims, a: &[f32], b: &[f32], c: &mu
             let zero_b = m16n8k8::B::from_array([0.0; 2]);
             let mut fb = [[(zero_b, zero_b); 4]; 4];
             unroll!(ks in [0, 1, 2, 3] {
-              if ks < BK / 8 {
                 unroll!(j in [0, 1, 2, 3] {
                     fb[ks][j] = m16n8k8::B::split(m16n8k8::B::gather(|kk, nn| {
                         // SAFETY: stage s as said above; in bounds without a check: s < stages,
@@ -104,27 +100,23 @@ pub fn sgemm_tf32x3<const BK: usize>(dims: MatDims, a: &[f32], b: &[f32], c: &mu
                         unsafe { smem.as_ptr().add(b_at(s, 8 * ks + kk, wc + 8 * j + nn)).read() }
                     }));
                 });
-              }
             });
             unroll!(i in [0, 1, 2, 3] {
                 let zero_a = m16n8k8::A::from_array([0.0; 4]);
                 let mut fa = [(zero_a, zero_a); 4];
                 unroll!(ks in [0, 1, 2, 3] {
-                    if ks < BK / 8 {
-                        // SAFETY: stage s as said above.
-                        fa[ks] = m16n8k8::A::split(unsafe {
-                            m16n8k8::A::load_shared_f32(smem, |r, h| {
-                                a_at(s, wr + 16 * i + r, 8 * ks + 4 * h)
-                            })
-                        });
-                    }
+                    // SAFETY: stage s as said above.
+                    fa[ks] = m16n8k8::A::split(unsafe {
+                        m16n8k8::A::load_shared_f32(smem, |r, h| {
+                            a_at(s, wr + 16 * i + r, 8 * ks + 4 * h)
+                        })
+                    });
                 });
-                // The slice's 16 products summed on the tensor cores (four independent sums
+                // The slice's 32 products summed on the tensor cores (four independent sums
                 // side by side, so that consecutive mma do not wait for each other), then added
                 // in f32.
                 let mut t = [Acc16x8::ZERO; 4];
                 unroll!(ks in [0, 1, 2, 3] {
-                  if ks < BK / 8 {
                     let (a_big, a_small) = &fa[ks];
                     unroll!(j in [0, 1, 2, 3] {
                         t[j] = m16n8k8::mma(a_small, &fb[ks][j].0, t[j]);
@@ -135,7 +127,6 @@ pub fn sgemm_tf32x3<const BK: usize>(dims: MatDims, a: &[f32], b: &[f32], c: &mu
                     unroll!(j in [0, 1, 2, 3] {
                         t[j] = m16n8k8::mma(a_big, &fb[ks][j].0, t[j]);
                     });
-                  }
                 });
                 unroll!(j in [0, 1, 2, 3] {
                     acc[i][j] = acc[i][j].add(t[j]);

@@ -43,6 +43,28 @@ pub(super) unsafe fn x4<T: Copy, const TRANS: bool>(
     unsafe { arch::x4::<TRANS>(base, bytes) }
 }
 
+/// [`x4`] without its checks, for loops whose rows were checked once per tile: on the GPU no
+/// comparison and no branch remains between the loads and the `mma`s (the host backend still
+/// checks, so a kernel's tests catch a wrong offset).
+///
+/// # Safety
+/// As for [`x4`]; moreover the row (16 bytes from element `offset`) lies inside `tile`, and
+/// `tile` and the row start at 16-byte boundaries.
+#[inline(always)]
+#[track_caller]
+pub(super) unsafe fn x4_unchecked<T: Copy, const TRANS: bool>(
+    tile: SharedSlice<T>,
+    offset: usize,
+) -> [u32; 4] {
+    if cfg!(not(any(target_arch = "nvptx64", target_arch = "amdgpu"))) {
+        // SAFETY: the caller's contract.
+        return unsafe { x4::<T, TRANS>(tile, offset) };
+    }
+    require_tensor_cores::<T>();
+    // SAFETY: the caller's contract.
+    unsafe { arch::x4::<TRANS>(tile.as_ptr() as *const u8, offset * size_of::<T>()) }
+}
+
 #[cfg(all(target_arch = "nvptx64", not(feature = "spirv")))]
 mod arch {
     use super::super::ptx;

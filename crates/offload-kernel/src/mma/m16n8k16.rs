@@ -80,9 +80,27 @@ impl<T: Half> A<T> {
         Self::from_regs(unsafe { ldmatrix::x4::<T, false>(tile, offset) })
     }
 
+    /// [`A::load_shared`] without its bounds and alignment checks on the GPU, for inner loops
+    /// whose tile layout was checked once (the host backend still checks). Collective.
+    ///
+    /// # Safety
+    /// As for [`A::load_shared`]; moreover every chunk lies inside `tile` and starts at a
+    /// 16-byte boundary.
+    #[inline(always)]
+    #[track_caller]
+    pub unsafe fn load_shared_unchecked(
+        tile: SharedSlice<T>,
+        row_chunk: impl Fn(usize, usize) -> usize,
+    ) -> Self {
+        let lane = crate::lane_id() as usize;
+        let offset = row_chunk(lane % 16, lane / 16);
+        // SAFETY: the caller's contract.
+        Self::from_regs(unsafe { ldmatrix::x4_unchecked::<T, false>(tile, offset) })
+    }
+
     /// Four registers holding elements `(2j, 2j + 1)` in register `j`, low half first.
     #[inline(always)]
-    pub fn from_regs(regs: [u32; 4]) -> Self {
+    pub const fn from_regs(regs: [u32; 4]) -> Self {
         A {
             regs,
             _element: PhantomData,
@@ -157,6 +175,25 @@ impl<T: Half> B<T> {
         [Self::from_regs([r[0], r[1]]), Self::from_regs([r[2], r[3]])]
     }
 
+    /// [`B::load_shared_transposed_pair`] without its bounds and alignment checks on the GPU,
+    /// as [`A::load_shared_unchecked`]. Collective.
+    ///
+    /// # Safety
+    /// As for [`B::load_shared_transposed_pair`]; moreover every chunk lies inside `tile` and
+    /// starts at a 16-byte boundary.
+    #[inline(always)]
+    #[track_caller]
+    pub unsafe fn load_shared_transposed_pair_unchecked(
+        tile: SharedSlice<T>,
+        column_chunk: impl Fn(usize, usize) -> usize,
+    ) -> [Self; 2] {
+        let lane = crate::lane_id() as usize;
+        let offset = column_chunk(lane % 8 + 8 * (lane / 16), (lane / 8) % 2);
+        // SAFETY: the caller's contract.
+        let r = unsafe { ldmatrix::x4_unchecked::<T, false>(tile, offset) };
+        [Self::from_regs([r[0], r[1]]), Self::from_regs([r[2], r[3]])]
+    }
+
     /// Two adjacent tiles (columns `n` 0..8 and 8..16) from shared memory holding B row-major,
     /// with one `ldmatrix.x4.trans`: `row_chunk(k, half)` is the element offset of the 8
     /// elements `n = 8 * half ..= 8 * half + 7` of row `k` (`k` in 0..16, `half` in 0..2),
@@ -184,7 +221,7 @@ impl<T: Half> B<T> {
 
     /// Two registers holding elements `(2j, 2j + 1)` in register `j`, low half first.
     #[inline(always)]
-    pub fn from_regs(regs: [u32; 2]) -> Self {
+    pub const fn from_regs(regs: [u32; 2]) -> Self {
         B {
             regs,
             _element: PhantomData,
