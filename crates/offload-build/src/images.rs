@@ -108,7 +108,7 @@ pub struct PlacedImage {
 /// bytes), placed in the program's [`SECTION`] so that `cargo offload images` can read them
 /// back.
 ///
-/// Cubins and HSA code objects should come first ([`ImageKind::order`]), so that the runtime
+/// Cubins and HSA code objects should come first (`ImageKind::order`), so that the runtime
 /// tries ready machine code before asking the driver to compile PTX (then SPIR-V).
 pub fn render(
     record: &Path,
