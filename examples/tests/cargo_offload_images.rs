@@ -40,6 +40,7 @@ fn lists_the_images_and_kernels_the_runtime_embeds() {
             ImageFormat::Cubin => "cubin",
             ImageFormat::Ptx => "ptx",
             ImageFormat::Spirv => "spirv",
+            ImageFormat::HsaCodeObject => "hsaco",
         };
         let line = format!(
             "  image {format:<6} {:<8} {:>10} bytes",

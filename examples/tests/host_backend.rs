@@ -46,6 +46,17 @@ host_test!(
     dot_product_with_warp_sums_and_an_atomic,
 );
 
+/// Host launches run warps of 32 lanes, or of 64 (AMD's wavefronts) under
+/// `OFFLOAD_HOST_WARP_SIZE=64`, which scripts/test sets for a second run of the warp tests.
+#[test]
+fn host_warps_have_the_configured_width() {
+    let expected = match std::env::var("OFFLOAD_HOST_WARP_SIZE").as_deref() {
+        Ok("64") => 64,
+        _ => 32,
+    };
+    assert_eq!(common::warps::warp_size(&host()), expected);
+}
+
 /// A warp operation that some live lanes skip (waiting at a block barrier instead) is a failed
 /// launch naming the deadlock, not a hang.
 #[test]

@@ -14,6 +14,8 @@ pub enum ImageKind {
     Ptx,
     /// A SPIR-V module for OpenCL devices (`OFFLOAD_SPIRV=1`).
     Spirv,
+    /// An HSA code object (AMDGPU ELF) for one AMD GPU architecture.
+    HsaCodeObject,
 }
 
 impl ImageKind {
@@ -22,6 +24,7 @@ impl ImageKind {
             ImageKind::Cubin => "Cubin",
             ImageKind::Ptx => "Ptx",
             ImageKind::Spirv => "Spirv",
+            ImageKind::HsaCodeObject => "HsaCodeObject",
         }
     }
 
@@ -31,6 +34,18 @@ impl ImageKind {
             ImageKind::Cubin => "cubin",
             ImageKind::Ptx => "ptx",
             ImageKind::Spirv => "spirv",
+            ImageKind::HsaCodeObject => "hsaco",
+        }
+    }
+
+    /// Where images of this kind come in a crate's record and `offload_images.rs`: ready machine
+    /// code (cubins, HSA code objects) before what a driver compiles (PTX, then SPIR-V).
+    pub(crate) fn order(self) -> u8 {
+        match self {
+            ImageKind::Cubin => 0,
+            ImageKind::HsaCodeObject => 1,
+            ImageKind::Ptx => 2,
+            ImageKind::Spirv => 3,
         }
     }
 }
@@ -39,7 +54,8 @@ impl ImageKind {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ImageFile {
     pub kind: ImageKind,
-    /// The architecture it was built for, such as `sm_90` (`spirv64-v1.4` for SPIR-V).
+    /// The architecture it was built for, such as `sm_90` or `gfx942` (`spirv64-v1.4` for
+    /// SPIR-V).
     pub arch: String,
     /// Absolute path of the file.
     pub path: PathBuf,
@@ -92,8 +108,8 @@ pub struct PlacedImage {
 /// bytes), placed in the program's [`SECTION`] so that `cargo offload images` can read them
 /// back.
 ///
-/// Cubins should come first, so that the runtime tries ready machine code before asking the
-/// driver to compile PTX (then SPIR-V).
+/// Cubins and HSA code objects should come first (`ImageKind::order`), so that the runtime
+/// tries ready machine code before asking the driver to compile PTX (then SPIR-V).
 pub fn render(
     record: &Path,
     record_len: usize,

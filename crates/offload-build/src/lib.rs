@@ -5,15 +5,21 @@
 //! fn main() { offload_build::Kernels::new("src/kernels.rs").build(); }
 //! ```
 //!
-//! It compiles the kernels module for `nvptx64-nvidia-cuda` with a nested `cargo build`
-//! (`-Zbuild-std=core`), links the bitcode into PTX with LLVM's tools, assembles a cubin when
-//! `ptxas` is around, and writes `$OUT_DIR/offload_images.rs`, which `offload::embed_images!()`
-//! includes. Without a device toolchain it warns once and writes an image set that sends every
-//! launch to the host backend; only a real compile error of the kernels fails the build.
+//! It compiles the kernels module for `nvptx64-nvidia-cuda` with a nested `cargo build` (against
+//! `core` from the user-wide cache of `core_cache`), links the bitcode into PTX with LLVM's
+//! tools, assembles a cubin when `ptxas` is around, builds an HSA code object for each AMD GPU
+//! architecture (`amdgpu`) and, when asked, a SPIR-V image (`spirv`), and writes
+//! `$OUT_DIR/offload_images.rs`, which `offload::embed_images!()` includes. Without a
+//! device toolchain it warns once and writes an image set that sends every launch to the host
+//! backend; only a real compile error of the kernels (or an AMD kernel ABI mismatch) fails the
+//! build.
 //!
 //! Environment (each one re-runs the pass when it changes):
 //! - `OFFLOAD_CUDA_ARCH`: comma list of architectures when the build script names none
 //!   (default `sm_90`).
+//! - `OFFLOAD_AMDGPU_ARCH`: comma list of AMD GPU architectures, ahead of the build script's
+//!   (default `gfx90a,gfx942,gfx1100`); `none` builds no AMD image. `core` for each is built once
+//!   per toolchain into `$XDG_CACHE_HOME/offload/core` (else `~/.cache/offload/core`).
 //! - `OFFLOAD_DISABLE_DEVICE=1`: skip the device pass.
 //! - `OFFLOAD_DEVICE_RUSTC`: the device rustc (needs rust-src); `OFFLOAD_DEVICE_TOOLCHAIN`: the
 //!   rustup toolchain to use instead (default `nightly`, then Debian's `/usr/bin/rustc`).
@@ -26,14 +32,21 @@
 // The crate example is a whole build script, `fn main` included, as the README shows it.
 #![allow(clippy::needless_doctest_main)]
 
+mod amdgpu;
+mod amdgpu_link;
 mod child_env;
+mod core_cache;
+pub mod hsa_code_object;
 pub mod image_record;
 mod images;
 pub mod install_hints;
+pub mod kernel_abi;
 mod link_script;
+mod msgpack;
 mod spirv;
 mod toolchain;
 
+pub use amdgpu::DEFAULT_ARCHS as DEFAULT_AMDGPU_ARCHS;
 pub use images::{entry_names, render as render_images, ImageFile, ImageKind, PlacedImage};
 /// Reading and checking SPIR-V images (the kernel ABI check the device pass runs).
 pub mod spirv_image {
@@ -52,6 +65,7 @@ use toolchain::NVPTX_TARGET;
 /// Every variable the pass reads, besides what cargo sets.
 const WATCHED_ENV: &[&str] = &[
     "OFFLOAD_CUDA_ARCH",
+    "OFFLOAD_AMDGPU_ARCH",
     "OFFLOAD_DISABLE_DEVICE",
     "OFFLOAD_DEVICE_RUSTC",
     "OFFLOAD_DEVICE_TOOLCHAIN",
@@ -71,6 +85,7 @@ const DEVICE_PACKAGE: &str = "offload-device-kernels";
 pub struct Kernels {
     path: PathBuf,
     archs: Vec<String>,
+    amdgpu_archs: Vec<String>,
     /// `name = spec` lines for the device crate's `[dependencies]`.
     dependencies: Vec<(String, String)>,
     /// More source files compiled for the device, each as a module of its own.
@@ -98,6 +113,7 @@ impl Kernels {
         Kernels {
             path: path.as_ref().to_path_buf(),
             archs: Vec::new(),
+            amdgpu_archs: Vec::new(),
             dependencies: Vec::new(),
             modules: Vec::new(),
             panic_reporting: true,
@@ -174,6 +190,18 @@ impl Kernels {
         self
     }
 
+    /// Adds an AMD GPU architecture (`gfx90a`, `gfx942`, `gfx1100`, ...) to build an HSA code
+    /// object for. Without any, the defaults ([`DEFAULT_AMDGPU_ARCHS`]); `OFFLOAD_AMDGPU_ARCH`,
+    /// when set, overrides both (`none`: no AMD image).
+    pub fn amdgpu_arch(mut self, arch: &str) -> Self {
+        let arch =
+            amdgpu::checked_arch(arch.trim()).unwrap_or_else(|e| panic!("offload-build: {e}"));
+        if !self.amdgpu_archs.contains(&arch) {
+            self.amdgpu_archs.push(arch);
+        }
+        self
+    }
+
     fn archs(&self) -> Vec<String> {
         if !self.archs.is_empty() {
             return self.archs.clone();
@@ -229,6 +257,11 @@ impl Kernels {
             println!("cargo::rerun-if-changed={}", p.display());
         }
         let archs = self.archs();
+        let amdgpu_archs = amdgpu::archs(
+            env::var("OFFLOAD_AMDGPU_ARCH").ok().as_deref(),
+            &self.amdgpu_archs,
+        )
+        .unwrap_or_else(|e| panic!("offload-build: {e}"));
 
         let toolchain = if flag("OFFLOAD_DISABLE_DEVICE") {
             Err((
@@ -247,7 +280,10 @@ impl Kernels {
                 &offload_root,
                 &manifest_dir,
                 &out_dir,
-                &archs,
+                &Archs {
+                    cuda: archs,
+                    amdgpu: amdgpu_archs,
+                },
             ),
             Err((reason, fix)) => {
                 println!(
@@ -433,7 +469,7 @@ fn device_lib_rs(kernels_file: &Path, modules: &[PathBuf]) -> String {
     format!(
         "// Generated by offload-build.\n\
          #![no_std]\n\
-         #![feature(abi_ptx, abi_gpu_kernel, stdarch_nvptx, asm_experimental_arch)]\n\
+         #![cfg_attr(target_arch = \"nvptx64\", feature(abi_ptx, abi_gpu_kernel, stdarch_nvptx, asm_experimental_arch))]\n\
          #![allow(dead_code, unused_imports, unknown_lints, unused_features, unused_attributes)]\n\
          \n\
          {}\
@@ -466,6 +502,12 @@ fn outer_lockfile(dir: &Path) -> Option<PathBuf> {
         .find(|p| p.is_file())
 }
 
+/// The GPU architectures a device pass builds for.
+struct Archs {
+    cuda: Vec<String>,
+    amdgpu: Vec<String>,
+}
+
 fn device_pass(
     tc: &DeviceToolchain,
     kernels: &Kernels,
@@ -473,7 +515,7 @@ fn device_pass(
     offload_root: &Path,
     manifest_dir: &Path,
     out_dir: &Path,
-    archs: &[String],
+    archs: &Archs,
 ) -> Output {
     let modules: Vec<PathBuf> = kernels
         .modules
@@ -533,28 +575,47 @@ fn device_pass(
     let mut images = Vec::new();
     let (panic_reporting, fma_contraction) = (kernels.panic_reporting, kernels.fma_contraction);
     let mut kernels: Vec<String> = Vec::new();
-    let build = |rustflags: &str, extra_args: &[&str], target_dir: &Path| {
-        build_device_crate(
-            tc,
-            &cargo,
-            &gen,
-            kernels_file,
-            rustflags,
-            extra_args,
-            target_dir,
-        )
+    // `core` from the user-wide cache, per architecture; without one (no cache directory, say),
+    // each device build builds it in its own target dir (`-Zbuild-std`).
+    let cached_core = |arch: &str| {
+        core_cache::sysroot(tc, &cargo, NVPTX_TARGET, arch)
+            .map_err(|reason| {
+                println!(
+                    "cargo::warning=offload: no cached core for {arch} ({}); building it for this \
+                     project",
+                    reason.lines().next().unwrap_or_default()
+                )
+            })
+            .ok()
     };
-    for arch in archs {
+    let build =
+        |rustflags: &str, extra_args: &[&str], target_dir: &Path, sysroot: Option<&Path>| {
+            // Without a cached `core`, the build compiles its own.
+            let build_std = sysroot.is_none().then_some("-Zbuild-std=core");
+            let args: Vec<&str> = build_std
+                .into_iter()
+                .chain(extra_args.iter().copied())
+                .collect();
+            build_device_crate(tc, &cargo, &gen, kernels_file, rustflags, &args, target_dir)
+        };
+    for arch in &archs.cuda {
+        let sysroot = cached_core(arch);
         let rustflags = device_rustflags(
             arch,
             &linker,
             manifest_dir,
             panic_reporting,
             fma_contraction,
+            sysroot.as_deref(),
         );
-        // One target dir per architecture: the flags differ, and sharing one would rebuild core
-        // each time the architecture alternates.
-        let built = build(&rustflags, &[], &gen.join("target").join(arch));
+        // One target dir per architecture: the flags differ, and sharing one would rebuild the
+        // crates each time the architecture alternates.
+        let built = build(
+            &rustflags,
+            &[],
+            &gen.join("target").join(arch),
+            sysroot.as_deref(),
+        );
         let ptx_bytes = fs::read(&built)
             .unwrap_or_else(|e| panic!("offload-build: cannot read {}: {e}", built.display()));
         let ptx = images_dir.join(format!("kernels.{arch}.ptx"));
@@ -580,18 +641,23 @@ fn device_pass(
         });
     }
     if flag("OFFLOAD_SPIRV") {
+        let arch = &archs.cuda[0];
+        let sysroot = cached_core(arch);
         let spirv = spirv::SpirvBuild {
             toolchain: tc,
             gen: &gen,
             images_dir: &images_dir,
-            cargo_build: &build,
+            cargo_build: &|rustflags, extra_args, target_dir| {
+                build(rustflags, extra_args, target_dir, sysroot.as_deref())
+            },
             rustflags: &|linker: &Path| {
                 device_rustflags(
-                    &archs[0],
+                    arch,
                     linker,
                     manifest_dir,
                     panic_reporting,
                     fma_contraction,
+                    sysroot.as_deref(),
                 )
             },
         };
@@ -600,6 +666,25 @@ fn device_pass(
             Err(reason) => {
                 println!("cargo::warning=offload: no SPIR-V image: {reason}")
             }
+        }
+    }
+    let (amd_images, amd_kernels) = amdgpu::build(
+        &amdgpu::Job {
+            tc,
+            cargo: &cargo,
+            gen: &gen,
+            kernels_file,
+            manifest_dir,
+            images_dir: &images_dir,
+            panic_reporting,
+            fma_contraction,
+        },
+        &archs.amdgpu,
+    );
+    images.extend(amd_images);
+    for name in amd_kernels {
+        if !kernels.contains(&name) {
+            kernels.push(name);
         }
     }
     write_images(out_dir, images, kernels, None)
@@ -612,6 +697,7 @@ fn device_rustflags(
     manifest_dir: &Path,
     panic_reporting: bool,
     fma_contraction: bool,
+    sysroot: Option<&Path>,
 ) -> String {
     // Panic locations name files relative to the package (`src/kernels.rs`), not by the build
     // machine's absolute paths: shorter in the image and in kernel panic errors.
@@ -620,6 +706,9 @@ fn device_rustflags(
         utf8(linker),
         utf8(manifest_dir)
     );
+    if let Some(sysroot) = sysroot {
+        flags.push_str(&format!("\x1f--sysroot={}", utf8(sysroot)));
+    }
     if !panic_reporting {
         // offload-kernel's panic handler then just ends the thread, with no record to check.
         flags.push_str("\x1f--cfg\x1foffload_panic_reporting_off");
@@ -646,7 +735,6 @@ fn build_device_crate(
     child_env::scrub(&mut cmd);
     cmd.current_dir(gen)
         .args(["build", "--release", "--quiet", "--target", NVPTX_TARGET])
-        .arg("-Zbuild-std=core")
         .arg("--manifest-path")
         .arg(gen.join("Cargo.toml"))
         .args(extra_args)
@@ -729,13 +817,9 @@ fn write_images(
     kernels: Vec<String>,
     unavailable: Option<String>,
 ) -> Output {
-    // Ready machine code first, then what a driver compiles: cubins, PTX, SPIR-V.
+    // Ready machine code first, then what a driver compiles: cubins, HSA code objects, PTX, SPIR-V.
     let mut images = images;
-    images.sort_by_key(|i| match i.kind {
-        ImageKind::Cubin => 0,
-        ImageKind::Ptx => 1,
-        ImageKind::Spirv => 2,
-    });
+    images.sort_by_key(|i| i.kind.order());
     let contents: Vec<Vec<u8>> = images
         .iter()
         .map(|i| {
@@ -915,8 +999,16 @@ mod tests {
 
     #[test]
     fn panic_reporting_off_is_a_cfg_of_the_device_build() {
-        let flags =
-            |on| device_rustflags("sm_90", Path::new("/g/link"), Path::new("/p"), on, false);
+        let flags = |on| {
+            device_rustflags(
+                "sm_90",
+                Path::new("/g/link"),
+                Path::new("/p"),
+                on,
+                false,
+                None,
+            )
+        };
         let on: Vec<String> = flags(true).split('\x1f').map(String::from).collect();
         assert_eq!(
             on,
@@ -931,12 +1023,29 @@ mod tests {
             off.ends_with("\x1f--cfg\x1foffload_panic_reporting_off"),
             "{off:?}"
         );
+        let cached = device_rustflags(
+            "sm_90",
+            Path::new("/g/link"),
+            Path::new("/p"),
+            true,
+            false,
+            Some(Path::new("/c/sys")),
+        );
+        assert!(cached.ends_with("\x1f--sysroot=/c/sys"), "{cached:?}");
     }
 
     #[test]
     fn fma_contraction_is_a_link_argument() {
-        let flags =
-            |fma| device_rustflags("sm_90", Path::new("/g/link"), Path::new("/p"), true, fma);
+        let flags = |fma| {
+            device_rustflags(
+                "sm_90",
+                Path::new("/g/link"),
+                Path::new("/p"),
+                true,
+                fma,
+                None,
+            )
+        };
         assert!(!flags(false).contains("fma"));
         assert!(flags(true).ends_with("\x1f-Clink-arg=--fma-contraction"));
     }

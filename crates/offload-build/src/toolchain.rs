@@ -18,6 +18,8 @@ pub struct DeviceToolchain {
     pub sysroot: PathBuf,
     /// rustc's host triple.
     pub host: String,
+    /// `rustc -vV`: release, commit and LLVM version, which name cached builds of `core`.
+    pub version: String,
     /// Major version of the LLVM rustc was built with.
     pub llvm_major: u32,
     /// Major version of the LLVM of `llvm-link`, `opt` and `llc` (at least `llvm_major`).
@@ -76,6 +78,7 @@ pub fn find_device_toolchain() -> Result<DeviceToolchain, ToolchainError> {
         rustc: rustc.path,
         sysroot: rustc.sysroot,
         host: rustc.host,
+        version: rustc.version,
         llvm_major: rustc.llvm_major,
         tools_llvm_major,
         llvm_link,
@@ -89,6 +92,7 @@ struct Rustc {
     path: PathBuf,
     sysroot: PathBuf,
     host: String,
+    version: String,
     llvm_major: u32,
 }
 
@@ -111,7 +115,7 @@ pub(crate) fn parse_host(verbose_version: &str) -> Option<String> {
 }
 
 /// Runs a probe command; its stdout on success, else a one-line reason.
-fn capture(cmd: &mut Command) -> Result<String, String> {
+pub(crate) fn capture(cmd: &mut Command) -> Result<String, String> {
     // A rustup proxy would otherwise pick the outer build's toolchain.
     cmd.env_remove("RUSTUP_TOOLCHAIN");
     let program = cmd.get_program().to_string_lossy().into_owned();
@@ -203,6 +207,7 @@ fn check_rustc(path: &Path, origin: String) -> Result<Rustc, String> {
         path,
         sysroot,
         host,
+        version: vv,
         llvm_major,
     })
 }

@@ -6,8 +6,9 @@
 //! the same steps use the hardware on nvptx (`cvt.f32.f16`, `cvt.rn.f16.f32`, `cvt.rn.bf16.f32`;
 //! widening bf16 is a shift): widening is exact and narrowing rounds to nearest-even on both
 //! sides, so the bits are `half`'s (a NaN stays a NaN; its payload may differ, as for every PTX
-//! float operation). On the host, and on SPIR-V (no conversion instruction for bf16 there),
-//! these are `half`'s own conversions.
+//! float operation). amdgcn uses LLVM's `fpext`/`fptrunc`, the same conversions (defined by
+//! offload-build's AMD link step). On the host, and on SPIR-V (no conversion instruction for bf16
+//! there), these are `half`'s own conversions.
 
 use half::{bf16, f16};
 
@@ -69,7 +70,10 @@ macro_rules! through_f32 {
 }
 through_f32!(f16, bf16);
 
-#[cfg(not(all(target_arch = "nvptx64", not(feature = "spirv"))))]
+#[cfg(not(any(
+    all(target_arch = "nvptx64", not(feature = "spirv")),
+    target_arch = "amdgpu"
+)))]
 impl ThroughF32 for f16 {
     #[inline(always)]
     fn widen(self) -> f32 {
@@ -81,7 +85,10 @@ impl ThroughF32 for f16 {
     }
 }
 
-#[cfg(not(all(target_arch = "nvptx64", not(feature = "spirv"))))]
+#[cfg(not(any(
+    all(target_arch = "nvptx64", not(feature = "spirv")),
+    target_arch = "amdgpu"
+)))]
 impl ThroughF32 for bf16 {
     #[inline(always)]
     fn widen(self) -> f32 {
@@ -133,6 +140,34 @@ impl ThroughF32 for bf16 {
                 options(pure, nomem, nostack))
         };
         bf16::from_bits(bits)
+    }
+}
+
+#[cfg(target_arch = "amdgpu")]
+impl ThroughF32 for f16 {
+    #[inline(always)]
+    fn widen(self) -> f32 {
+        // SAFETY: a conversion defined for every input, touching no memory.
+        unsafe { crate::amdgpu::__offload_amdgpu_f16_to_f32(self.to_bits()) }
+    }
+    #[inline(always)]
+    fn narrow(x: f32) -> Self {
+        // SAFETY: as above.
+        f16::from_bits(unsafe { crate::amdgpu::__offload_amdgpu_f32_to_f16(x) })
+    }
+}
+
+#[cfg(target_arch = "amdgpu")]
+impl ThroughF32 for bf16 {
+    #[inline(always)]
+    fn widen(self) -> f32 {
+        // bf16 is the upper half of an f32.
+        f32::from_bits((self.to_bits() as u32) << 16)
+    }
+    #[inline(always)]
+    fn narrow(x: f32) -> Self {
+        // SAFETY: a conversion defined for every input, touching no memory.
+        bf16::from_bits(unsafe { crate::amdgpu::__offload_amdgpu_f32_to_bf16(x) })
     }
 }
 

@@ -8,10 +8,10 @@
 //!
 //! All operations are *relaxed*, as CUDA's `atomicAdd` and friends: each is indivisible, but they
 //! order nothing else. Use a fence ([`crate::fence_device`]) to publish other writes. Integer operations are
-//! `core::sync::atomic`'s (PTX `atom.add`, `atom.min`… on the GPU, SPIR-V `OpAtomic*` at device
-//! scope); `f32`/`f64` addition is PTX `atom.add.f32`/`.f64` on nvptx and a compare-exchange loop
-//! on SPIR-V and the host, and `f32` min/max a compare-exchange loop everywhere (`f32::min`/`max`
-//! semantics: a NaN operand is ignored).
+//! `core::sync::atomic`'s (PTX `atom.add`, `atom.min`… on NVIDIA GPUs, SPIR-V `OpAtomic*` at
+//! device scope); `f32`/`f64` addition is PTX `atom.add.f32`/`.f64` on nvptx, LLVM's `atomicrmw
+//! fadd` on AMD GPUs and a compare-exchange loop on SPIR-V and the host, and `f32` min/max a
+//! compare-exchange loop everywhere (`f32::min`/`max` semantics: a NaN operand is ignored).
 
 use core::cell::UnsafeCell;
 use core::sync::atomic::{AtomicI32, AtomicI64, AtomicU32, AtomicU64, Ordering::Relaxed};
@@ -119,7 +119,7 @@ integer_atomic!(u64, AtomicU64);
 
 /// Float atomics on the bits, through the unsigned core atomic of the same width.
 macro_rules! float_atomic {
-    ($t:ty, $bits:ty, $core:ty, $ptx_add:literal, $reg:ident $(, #[$update_cfg:meta])?) => {
+    ($t:ty, $bits:ty, $core:ty, $ptx_add:literal, $reg:ident, $amdgpu_add:ident $(, #[$update_cfg:meta])?) => {
         const _: () = assert!(
             core::mem::align_of::<$core>() == core::mem::align_of::<$t>()
                 && core::mem::size_of::<$core>() == core::mem::size_of::<$t>()
@@ -167,7 +167,13 @@ macro_rules! float_atomic {
                     }
                     <$t>::from_bits(old)
                 }
-                #[cfg(not(all(target_arch = "nvptx64", not(feature = "spirv"))))]
+                #[cfg(target_arch = "amdgpu")]
+                // SAFETY: `self` is a valid, aligned, atomically accessed float, in global memory
+                // or LDS (the flat address reaches both).
+                unsafe {
+                    crate::amdgpu::$amdgpu_add(self.value.get(), v)
+                }
+                #[cfg(not(any(all(target_arch = "nvptx64", not(feature = "spirv")), target_arch = "amdgpu")))]
                 {
                     self.fetch_update(|old| old + v)
                 }
@@ -200,15 +206,24 @@ macro_rules! float_atomic {
     };
 }
 
-float_atomic!(f32, u32, AtomicU32, "atom.add.f32", reg32);
-// f64 has no min/max, and nvptx adds with `atom.add.f64`: only the other targets' addition loops.
+float_atomic!(
+    f32,
+    u32,
+    AtomicU32,
+    "atom.add.f32",
+    reg32,
+    __offload_amdgpu_atomic_add_f32
+);
+// f64 has no min/max, and nvptx and amdgcn add with an instruction: only the other targets'
+// addition loops.
 float_atomic!(
     f64,
     u64,
     AtomicU64,
     "atom.add.f64",
     reg64,
-    #[cfg(not(all(target_arch = "nvptx64", not(feature = "spirv"))))]
+    __offload_amdgpu_atomic_add_f64,
+    #[cfg(not(any(all(target_arch = "nvptx64", not(feature = "spirv")), target_arch = "amdgpu")))]
 );
 
 impl Atomic<f32> {

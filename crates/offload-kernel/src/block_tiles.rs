@@ -237,6 +237,7 @@ mod tests {
                     block_idx: Dim3::new(b, 0, 0),
                     block_dim: block,
                     grid_dim: Dim3::new(grid, 1, 1),
+                    warp_size: 32,
                 };
                 with_thread(ctx, || {
                     // SAFETY: `out` is borrowed mutably for the call; the threads run one by one.

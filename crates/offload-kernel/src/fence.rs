@@ -3,9 +3,9 @@
 //! thread that publishes data and then sets a flag atomically needs a fence in between (and the
 //! reader one between seeing the flag and reading the data).
 //!
-//! On SPIR-V each is OpenCL's `atomic_work_item_fence` at work-group, device and all-devices
-//! scope. On the host backend each is a sequentially consistent fence
-//! (`core::sync::atomic::fence`).
+//! On amdgcn they are sequentially consistent fences of work-group, agent and system scope. On
+//! SPIR-V each is OpenCL's `atomic_work_item_fence` at work-group, device and all-devices scope.
+//! On the host backend each is a sequentially consistent fence (`core::sync::atomic::fence`).
 
 /// Orders this thread's memory accesses for the threads of its block (PTX `membar.cta`).
 #[inline(always)]
@@ -24,7 +24,12 @@ pub fn fence_block() {
     unsafe {
         core::arch::asm!("membar.cta;", options(nostack))
     };
-    #[cfg(not(target_arch = "nvptx64"))]
+    #[cfg(target_arch = "amdgpu")]
+    // SAFETY: defined by offload-build's AMD link step; a fence, no operands.
+    unsafe {
+        crate::amdgpu::__offload_amdgpu_fence_block()
+    };
+    #[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
     core::sync::atomic::fence(core::sync::atomic::Ordering::SeqCst);
 }
 
@@ -45,7 +50,12 @@ pub fn fence_device() {
     unsafe {
         core::arch::asm!("membar.gl;", options(nostack))
     };
-    #[cfg(not(target_arch = "nvptx64"))]
+    #[cfg(target_arch = "amdgpu")]
+    // SAFETY: defined by offload-build's AMD link step; a fence, no operands.
+    unsafe {
+        crate::amdgpu::__offload_amdgpu_fence_device()
+    };
+    #[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
     core::sync::atomic::fence(core::sync::atomic::Ordering::SeqCst);
 }
 
@@ -66,6 +76,7 @@ pub fn fence_system() {
     unsafe {
         core::arch::asm!("membar.sys;", options(nostack))
     };
+    // amdgcn and the host: Rust's fences are system-scope.
     #[cfg(not(target_arch = "nvptx64"))]
     core::sync::atomic::fence(core::sync::atomic::Ordering::SeqCst);
 }

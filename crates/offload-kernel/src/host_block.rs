@@ -12,11 +12,9 @@ use core::cell::{Cell, RefCell};
 use std::alloc::{alloc_zeroed, dealloc, handle_alloc_error, Layout};
 use std::vec::Vec;
 
-/// Threads per warp, as on NVIDIA GPUs.
-pub const WARP_SIZE: usize = 32;
-
 /// Which threads a suspended GPU thread waits for: the other threads of its block that are still
-/// running, or those of its warp (the 32 threads of consecutive linear index in the block).
+/// running, or those of its warp (the `warp_size` threads of consecutive linear index in the
+/// block, from the thread's context).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Group {
     /// Every thread of the block that has not returned (`sync_threads`).
@@ -137,8 +135,9 @@ pub fn exchange<R>(group: Group, value: u64, read: impl FnOnce(&[Option<u64>]) -
     let range = match group {
         Group::Block => 0..block.slots.len(),
         Group::Warp => {
-            let first = me / WARP_SIZE * WARP_SIZE;
-            first..(first + WARP_SIZE).min(block.slots.len())
+            let size = crate::index::host_context::warp_size() as usize;
+            let first = me / size * size;
+            first..(first + size).min(block.slots.len())
         }
     };
     block.slots[me].set(Some(value));

@@ -1,5 +1,6 @@
 //! Thread and block ids. On nvptx64 they are PTX special registers, on SPIR-V OpenCL's work-item
-//! functions; on the host the host backend stores them in a thread-local before running each GPU
+//! functions; on amdgcn the work-item and work-group ids, and extents from the launch's dispatch
+//! packet; on the host the host backend stores them in a thread-local before running each GPU
 //! thread.
 
 /// A 3D extent or position, as in CUDA's `dim3`.
@@ -151,6 +152,43 @@ mod arch {
     }
 }
 
+#[cfg(target_arch = "amdgpu")]
+mod arch {
+    use super::Dim3;
+    use crate::amdgpu;
+    use core::arch::amdgpu::*;
+
+    #[inline(always)]
+    pub fn thread_idx() -> Dim3 {
+        Dim3::new(workitem_id_x(), workitem_id_y(), workitem_id_z())
+    }
+    #[inline(always)]
+    pub fn block_idx() -> Dim3 {
+        Dim3::new(workgroup_id_x(), workgroup_id_y(), workgroup_id_z())
+    }
+    #[inline(always)]
+    pub fn block_dim() -> Dim3 {
+        amdgpu::workgroup_size()
+    }
+    /// The packet counts work-items; offload launches whole work-groups only.
+    #[inline(always)]
+    pub fn grid_dim() -> Dim3 {
+        let (items, group) = (amdgpu::grid_size(), amdgpu::workgroup_size());
+        Dim3::new(items.x / group.x, items.y / group.y, items.z / group.z)
+    }
+
+    #[inline(always)]
+    pub fn global_id() -> usize {
+        let block_dim = block_dim();
+        block_idx().linear_in(grid_dim()) * block_dim.count() as usize
+            + thread_idx().linear_in(block_dim)
+    }
+    #[inline(always)]
+    pub fn global_threads() -> usize {
+        (grid_dim().count() * block_dim().count()) as usize
+    }
+}
+
 /// OpenCL's ids: local id = thread, group = block, local size = block size, groups = grid.
 #[cfg(all(target_arch = "nvptx64", feature = "spirv"))]
 mod arch {
@@ -192,7 +230,7 @@ mod arch {
     }
 }
 
-#[cfg(not(target_arch = "nvptx64"))]
+#[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
 mod arch {
     use super::Dim3;
     use core::cell::Cell;
@@ -208,6 +246,8 @@ mod arch {
         pub block_dim: Dim3,
         /// Blocks in the grid.
         pub grid_dim: Dim3,
+        /// Lanes per warp: 32 as on NVIDIA GPUs, or 64 as on AMD's CDNA GPUs.
+        pub warp_size: u32,
     }
 
     const OUTSIDE: ThreadContext = ThreadContext {
@@ -215,6 +255,7 @@ mod arch {
         block_idx: Dim3::new(0, 0, 0),
         block_dim: Dim3::new(1, 1, 1),
         grid_dim: Dim3::new(1, 1, 1),
+        warp_size: 32,
     };
 
     /// The context of the GPU thread running on this OS thread, with its global id and the
@@ -264,10 +305,16 @@ mod arch {
     /// [`global_id`](crate::global_id) is in `first..end`.
     #[derive(Clone, Copy, Debug, PartialEq, Eq)]
     pub struct ThreadRange {
+        /// Blocks in the launch's grid.
         pub grid: Dim3,
+        /// Threads per block.
         pub block: Dim3,
+        /// Global id of the first thread of the range.
         pub first: u64,
+        /// Global id one past the last thread of the range.
         pub end: u64,
+        /// Lanes per warp, as the scheduler's launches have them.
+        pub warp_size: u32,
     }
 
     /// Run `thread` as each thread of `range` in turn, in order of global id, each a plain call
@@ -280,6 +327,7 @@ mod arch {
             block,
             first,
             end,
+            warp_size,
         } = range;
         if first >= end {
             return;
@@ -290,6 +338,7 @@ mod arch {
             block_idx: Dim3::from_linear(first / per_block, grid),
             block_dim: block,
             grid_dim: grid,
+            warp_size,
         });
         let _restore = Restore(CURRENT.with(|c| c.replace(current)));
         let slot = CURRENT.with(Cell::as_ptr);
@@ -342,12 +391,16 @@ mod arch {
     pub fn global_threads() -> usize {
         get().global_threads
     }
+    /// Lanes per warp of the running launch.
+    pub fn warp_size() -> u32 {
+        get().ctx.warp_size
+    }
 }
 
 /// The host backend's handle on the thread context (not for kernels).
-#[cfg(not(target_arch = "nvptx64"))]
+#[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
 pub mod host_context {
-    pub use super::arch::{run_threads, with_thread, ThreadContext, ThreadRange};
+    pub use super::arch::{run_threads, warp_size, with_thread, ThreadContext, ThreadRange};
 }
 
 /// This thread's position in its block (`threadIdx`).
@@ -450,6 +503,7 @@ mod tests {
                 block,
                 first,
                 end,
+                warp_size: 64,
             },
             || {
                 seen.push((

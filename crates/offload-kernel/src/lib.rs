@@ -1,21 +1,32 @@
 //! The device-side half of `offload`: what a kernel body can call.
 //!
 //! Everything here compiles for `nvptx64-nvidia-cuda` (reading PTX special registers), for
-//! SPIR-V (the same nvptx64 build with the `spirv` feature, calling OpenCL built-ins instead; see
-//! `spirv`) and for the host (reading the thread context that the host backend sets before it
-//! runs each GPU thread), so one kernel body gives the same results on all of them.
+//! `amdgcn-amd-amdhsa` (work-item ids, the dispatch packet, and a few operations offload-build's
+//! AMD link step defines: see `amdgpu`), for SPIR-V (the same nvptx64 build with the `spirv`
+//! feature, calling OpenCL built-ins instead; see `spirv`) and for the host (reading the thread
+//! context that the host backend sets before it runs each GPU thread), so one kernel body gives
+//! the same results on all of them.
 #![no_std]
 #![warn(missing_docs)]
 #![cfg_attr(
     all(target_arch = "nvptx64", not(feature = "spirv")),
     feature(stdarch_nvptx, asm_experimental_arch)
 )]
+#![cfg_attr(
+    target_arch = "amdgpu",
+    feature(stdarch_amdgpu, core_intrinsics, gpu_intrinsics)
+)]
+#![cfg_attr(
+    any(target_arch = "nvptx64", target_arch = "amdgpu"),
+    allow(internal_features)
+)]
 #![cfg_attr(target_arch = "nvptx64", feature(core_intrinsics))]
-#![cfg_attr(target_arch = "nvptx64", allow(internal_features))]
 
-#[cfg(not(target_arch = "nvptx64"))]
+#[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
 extern crate std;
 
+#[cfg(target_arch = "amdgpu")]
+mod amdgpu;
 mod arith;
 mod async_copy;
 mod atomic;
@@ -23,7 +34,7 @@ mod block_tiles;
 mod device_copy;
 mod fence;
 mod grid;
-#[cfg(not(target_arch = "nvptx64"))]
+#[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
 pub mod host_block;
 mod index;
 pub mod math;
@@ -56,7 +67,7 @@ pub use grid::{Grid2, Grid3, Window2, Window3};
 /// The `half` crate (`f16`, `bf16`), whose types are `DeviceCopy`: kernels can use it as
 /// `offload::half` without a dependency of their own.
 pub use half;
-#[cfg(not(target_arch = "nvptx64"))]
+#[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
 pub use index::host_context;
 pub use index::{
     block_dim, block_idx, global_id, global_threads, grid_dim, grid_stride, thread_idx, Dim3,
@@ -69,12 +80,13 @@ pub use sync::sync_threads;
 pub use thread_slice::{MineIter, ThreadSlice};
 pub use warp::{
     ballot, lane_id, shuffle, shuffle_down, shuffle_up, shuffle_xor, sync_warp, vote_all, vote_any,
-    warp_id, warp_max, warp_min, warp_reduce, warp_sum, WarpSum, WarpValue, WARP_SIZE,
+    warp_id, warp_max, warp_min, warp_reduce, warp_size, warp_sum, WarpSum, WarpValue,
+    MAX_WARP_SIZE,
 };
 pub use wide::{WideElement, WideSlice, WIDE_BYTES};
 
 /// The host backend's allocation behind one `shared!` site (used by the macro).
-#[cfg(not(target_arch = "nvptx64"))]
+#[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
 #[doc(hidden)]
 pub fn __host_static_shared(site: &'static u8, bytes: usize) -> *mut u8 {
     host_block::static_shared(site, bytes)

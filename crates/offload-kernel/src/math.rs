@@ -2,7 +2,8 @@
 //!
 //! `f32::sqrt`, `exp`, `sin`… are `std` methods, which kernels (built on `core`) cannot call.
 //! These functions stand in for them. Correctly rounded operations (`sqrt`, `mul_add`, `abs`)
-//! use the hardware on both sides (PTX `sqrt.rn`, `fma.rn`; the host's IEEE instructions).
+//! use the hardware on every side (PTX `sqrt.rn`, `fma.rn`; LLVM's correctly rounded `sqrt` and
+//! `fma` on amdgcn; the host's IEEE instructions).
 //! Transcendental functions run the same code on both sides, the `libm` crate (a port of musl's
 //! libm; errors under 1 ulp for `exp`, `ln`, `sin`, `cos`, `tanh`, a few ulp for `pow` near
 //! overflow), so a kernel's results do not depend on the backend.
@@ -37,7 +38,7 @@ macro_rules! real {
         impl Real for $t {
             #[inline(always)]
             fn sqrt(self) -> Self {
-                #[cfg(target_arch = "nvptx64")]
+                #[cfg(any(target_arch = "nvptx64", target_arch = "amdgpu"))]
                 {
                     // SAFETY: sqrt is defined for every input (NaN for negatives). (A safe
                     // intrinsic in newer rustc versions, hence the allow.)
@@ -46,14 +47,14 @@ macro_rules! real {
                         core::intrinsics::$sqrt(self)
                     }
                 }
-                #[cfg(not(target_arch = "nvptx64"))]
+                #[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
                 {
                     <$t>::sqrt(self)
                 }
             }
             #[inline(always)]
             fn mul_add(self, a: Self, b: Self) -> Self {
-                #[cfg(target_arch = "nvptx64")]
+                #[cfg(any(target_arch = "nvptx64", target_arch = "amdgpu"))]
                 {
                     // SAFETY: fma is defined for every input. (Safe in newer rustc versions.)
                     #[allow(unused_unsafe)]
@@ -61,7 +62,7 @@ macro_rules! real {
                         core::intrinsics::$fma(self, a, b)
                     }
                 }
-                #[cfg(not(target_arch = "nvptx64"))]
+                #[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
                 {
                     <$t>::mul_add(self, a, b)
                 }

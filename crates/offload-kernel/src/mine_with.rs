@@ -88,6 +88,7 @@ mod tests {
                 block_idx: Dim3::new(0, 0, 0),
                 block_dim: Dim3::new(threads, 1, 1),
                 grid_dim: Dim3::new(1, 1, 1),
+                warp_size: 32,
             };
             with_thread(ctx, || {
                 // SAFETY: `a` and `b` are borrowed mutably for the call; threads run one by one.
@@ -147,6 +148,7 @@ mod tests {
                 block_idx: Dim3::new(0, 0, 0),
                 block_dim: Dim3::new(3, 1, 1),
                 grid_dim: Dim3::new(1, 1, 1),
+                warp_size: 32,
             };
             with_thread(ctx, || {
                 // SAFETY: both arrays are borrowed mutably here; the threads run one by one.

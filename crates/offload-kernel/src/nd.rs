@@ -305,6 +305,7 @@ mod tests {
             block_idx: Dim3::new(block, 0, 0),
             block_dim: Dim3::new(threads, 1, 1),
             grid_dim: Dim3::new(blocks, 1, 1),
+            warp_size: 32,
         }
     }
 

@@ -48,7 +48,7 @@ impl PanicRecord {
     };
 
     /// The record's bytes, for copying it from the device.
-    #[cfg(not(target_arch = "nvptx64"))]
+    #[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
     pub fn as_bytes_mut(&mut self) -> &mut [u8] {
         // SAFETY: repr(C), integers only (no padding: every field is 4-aligned and its size a
         // multiple of 4), so any bytes make a valid value.
@@ -62,7 +62,7 @@ impl PanicRecord {
 }
 
 /// `panicked at FILE:LINE:COL (block (x, y, z), thread (x, y, z))`.
-#[cfg(not(target_arch = "nvptx64"))]
+#[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
 impl core::fmt::Display for PanicRecord {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         if self.flag != PANIC_COMPLETE {
@@ -78,7 +78,10 @@ impl core::fmt::Display for PanicRecord {
     }
 }
 
-#[cfg(all(target_arch = "nvptx64", not(offload_panic_reporting_off)))]
+#[cfg(all(
+    any(target_arch = "nvptx64", target_arch = "amdgpu"),
+    not(offload_panic_reporting_off)
+))]
 mod device {
     use super::*;
     use core::ptr::{addr_of_mut, copy_nonoverlapping};
@@ -134,7 +137,10 @@ mod device {
 
 /// Images built with panic reporting off (`offload_build::Kernels::panic_reporting(false)`): no
 /// record, nothing for the runtime to check; a panicking thread just ends, unreported.
-#[cfg(all(target_arch = "nvptx64", offload_panic_reporting_off))]
+#[cfg(all(
+    any(target_arch = "nvptx64", target_arch = "amdgpu"),
+    offload_panic_reporting_off
+))]
 mod device {
     pub fn record_panic(_: &core::panic::PanicInfo<'_>) -> ! {
         super::end_thread()
@@ -157,7 +163,15 @@ fn end_thread() -> ! {
     unsafe { core::arch::asm!("exit;", options(noreturn)) }
 }
 
-#[cfg(target_arch = "nvptx64")]
+/// Ends the calling thread's whole wavefront (`s_endpgm`): amdgcn cannot end one lane, and a
+/// trap would take the queue down. The launch reports the panic either way, and its outputs are
+/// not copied back; the wavefront's other lanes just stop early.
+#[cfg(target_arch = "amdgpu")]
+fn end_thread() -> ! {
+    core::arch::amdgpu::endpgm()
+}
+
+#[cfg(any(target_arch = "nvptx64", target_arch = "amdgpu"))]
 pub use device::record_panic;
 
 #[cfg(all(test, not(target_arch = "nvptx64")))]

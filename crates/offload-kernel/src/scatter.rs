@@ -158,6 +158,7 @@ mod tests {
                 block_idx: Dim3::new(0, 0, 0),
                 block_dim: Dim3::new(threads, 1, 1),
                 grid_dim: Dim3::new(1, 1, 1),
+                warp_size: 32,
             };
             with_thread(ctx, || {
                 // SAFETY: `out` is borrowed mutably for the call; the threads run one by one.

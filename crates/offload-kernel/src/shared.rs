@@ -135,7 +135,19 @@ fn dynamic_shared_bytes() -> (*mut u8, usize) {
     }
 }
 
-#[cfg(not(target_arch = "nvptx64"))]
+#[cfg(target_arch = "amdgpu")]
+#[inline(always)]
+fn dynamic_shared_bytes() -> (*mut u8, usize) {
+    // The launch's LDS holds the static arrays (each padded to 16 bytes by the link step, so the
+    // dynamic part starts right after them) and then the dynamic part.
+    let total = crate::amdgpu::group_segment_size();
+    let fixed = core::arch::amdgpu::groupstaticsize();
+    // SAFETY: the base function has no side effects.
+    let base = unsafe { crate::amdgpu::__offload_dyn_shared_base() };
+    (base, total.saturating_sub(fixed) as usize)
+}
+
+#[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
 fn dynamic_shared_bytes() -> (*mut u8, usize) {
     crate::host_block::dynamic_shared()
 }
@@ -145,8 +157,8 @@ fn dynamic_shared_bytes() -> (*mut u8, usize) {
 /// element type must need at most 16-byte alignment.
 ///
 /// On the GPU it becomes a `.shared` variable (offload-build's linker places the
-/// `__offload_shared_*` symbols in shared memory); on the host backend, an allocation of the
-/// running block.
+/// `__offload_shared_*` symbols in shared memory: PTX's `.shared` state space, AMD's LDS); on the
+/// host backend, an allocation of the running block.
 #[macro_export]
 macro_rules! shared {
     ([$t:ty; $n:expr]) => {{
@@ -169,7 +181,25 @@ macro_rules! shared {
                 ::core::ptr::addr_of_mut!(__OFFLOAD_SHARED) as *mut u8
             }
         };
-        #[cfg(not(target_arch = "nvptx64"))]
+        // rustc places statics in amdgcn's global address space and optimizes accesses on that
+        // assumption, so the array's address comes from a function of the link step, which
+        // returns its LDS array's flat address; the static only carries the size.
+        #[cfg(target_arch = "amdgpu")]
+        let ptr: *mut u8 = {
+            extern "C" {
+                #[link_name = $crate::__offload_shared_symbol!()]
+                static __OFFLOAD_SHARED: [u8; __OFFLOAD_SHARED_BYTES];
+                #[link_name = $crate::__offload_shared_address_symbol!()]
+                fn __offload_shared_address(size: *const u8) -> *mut u8;
+            }
+            // SAFETY: the link step defines the function without side effects; the static's
+            // address is only passed, never read.
+            #[allow(unused_unsafe)]
+            unsafe {
+                __offload_shared_address(::core::ptr::addr_of!(__OFFLOAD_SHARED) as *const u8)
+            }
+        };
+        #[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
         let ptr: *mut u8 = {
             static SITE: u8 = 0;
             $crate::__host_static_shared(&SITE, __OFFLOAD_SHARED_BYTES)
@@ -180,6 +210,7 @@ macro_rules! shared {
 }
 
 /// The symbol of one `shared!` array: unique per use of the macro (crate, module, line, column).
+/// On amdgcn the link step reads the array's size from its declaration.
 #[doc(hidden)]
 #[macro_export]
 macro_rules! __offload_shared_symbol {
@@ -191,6 +222,24 @@ macro_rules! __offload_shared_symbol {
             ::core::line!(),
             "_",
             ::core::column!()
+        )
+    };
+}
+
+/// The function that gives the address of one `shared!` array on amdgcn (the array's symbol and
+/// `_address`).
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __offload_shared_address_symbol {
+    () => {
+        ::core::concat!(
+            "__offload_shared_",
+            ::core::module_path!(),
+            "_",
+            ::core::line!(),
+            "_",
+            ::core::column!(),
+            "_address"
         )
     };
 }

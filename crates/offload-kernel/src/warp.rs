@@ -1,27 +1,31 @@
-//! Warp-level operations: the 32 threads of consecutive linear index in a block (a warp) trade
-//! values in registers (shuffles), agree on predicates (votes) and reduce values without shared
-//! memory, as CUDA's `__shfl_*_sync`, `__any_sync`/`__all_sync`/`__ballot_sync` and
-//! `__reduce_*_sync`.
+//! Warp-level operations: the threads of consecutive linear index in a block that the hardware
+//! runs together (a warp: 32 threads on NVIDIA GPUs; a wavefront on AMD GPUs: 64 on CDNA, such as
+//! gfx90a and gfx942, 32 on RDNA, such as gfx1100; 32 or 64 on the host backend, see
+//! [`warp_size`]) trade values in registers (shuffles), agree on predicates (votes) and reduce
+//! values without shared memory, as CUDA's `__shfl_*_sync`, `__any_sync`/`__all_sync`/
+//! `__ballot_sync` and `__reduce_*_sync`.
 //!
 //! # Taking part
 //! Every function here is a collective operation of the calling thread's warp: all threads of the
 //! warp that have not returned from the kernel must call the same function, the same number of
 //! times (call it from code that the whole warp reaches, not from inside a branch that only some
-//! lanes take). The operation waits for them (PTX `*.sync` with the mask of the warp's lanes).
-//! Lanes of a partial last warp (a block size that is not a multiple of 32) and lanes that have
-//! returned just do not take part. A lane that reads from one that does not take part gets an
-//! unspecified value (its own on the host backend). Breaking the rule cannot touch memory, so the
-//! functions are safe; on the GPU lanes that diverge from such a call wait for each other (or
-//! hang, if some never arrive), and on the host backend a call that some live lanes skip while
-//! waiting elsewhere fails the launch (`Err(KernelFailed)` naming the deadlock).
+//! lanes take). The operation waits for them (PTX `*.sync` with the mask of the warp's lanes; an
+//! AMD wavefront runs its lanes in lockstep). Lanes of a partial last warp (a block size that is
+//! not a multiple of the warp size) and lanes that have returned just do not take part. A lane
+//! that reads from one that does not take part gets an unspecified value (its own on the host
+//! backend). Breaking the rule cannot touch memory, so the functions are safe; on the GPU lanes
+//! that diverge from such a call wait for each other (or hang, if some never arrive), and on the
+//! host backend a call that some live lanes skip while waiting elsewhere fails the launch
+//! (`Err(KernelFailed)` naming the deadlock).
 //!
-//! Offsets and lane numbers are taken modulo 32, as in PTX. Values are `i32`, `u32`, `f32` (one
-//! 32-bit shuffle), `i64`, `u64` or `f64` (two).
+//! Offsets and lane numbers are taken modulo the warp size, as PTX takes them modulo 32. Values
+//! are `i32`, `u32`, `f32` (one 32-bit shuffle), `i64`, `u64` or `f64` (two). Code that sizes
+//! per-warp storage uses [`MAX_WARP_SIZE`]; code that walks lanes uses [`warp_size`].
 //!
 //! # SPIR-V (Intel GPUs)
 //! A warp is an OpenCL sub-group. Intel GPUs run sub-groups of 8, 16 or 32 work-items; offload's
-//! warps are 32 wide everywhere, so the device pass requires sub-groups of 32 for every kernel
-//! that uses a warp operation (`intel_reqd_sub_group_size(32)`, SPIR-V `SubgroupSize 32`), and a
+//! SPIR-V warps are 32 wide, so the device pass requires sub-groups of 32 for every kernel that
+//! uses a warp operation (`intel_reqd_sub_group_size(32)`, SPIR-V `SubgroupSize 32`), and a
 //! device without that size refuses the image. Lanes and warps are then the sub-group local id
 //! and the sub-group id; shuffles, ballots and `sync_warp` are the sub-group built-ins of
 //! `cl_khr_subgroup_shuffle`, `cl_khr_subgroup_non_uniform_arithmetic` and a sub-group
@@ -39,27 +43,50 @@ enum Mode {
     Xor,
 }
 
-/// Threads per warp.
-pub const WARP_SIZE: u32 = 32;
+/// The most threads a warp has on any backend (AMD's 64-lane wavefronts): enough for per-lane
+/// storage whatever the device. [`ballot`]'s mask has this many bits.
+pub const MAX_WARP_SIZE: u32 = 64;
 
-/// This thread's lane in its warp: its linear index in the block, modulo 32.
+/// Threads per warp where the kernel runs: 32 on NVIDIA GPUs and SPIR-V, the wavefront size on AMD GPUs
+/// (64 on gfx90a and gfx942, 32 on gfx1100), and on the host backend 32 unless
+/// `OFFLOAD_HOST_WARP_SIZE=64` asks for AMD's width. A power of two.
+#[inline(always)]
+pub fn warp_size() -> u32 {
+    arch::warp_size()
+}
+
+/// This thread's lane in its warp: its linear index in the block, modulo [`warp_size`].
 #[inline(always)]
 pub fn lane_id() -> u32 {
     #[cfg(all(target_arch = "nvptx64", feature = "spirv"))]
     // SAFETY: reads a built-in variable.
     return unsafe { crate::spirv::get_sub_group_local_id() };
     #[cfg(not(all(target_arch = "nvptx64", feature = "spirv")))]
-    return linear_thread() & (WARP_SIZE - 1);
+    return linear_thread() & (warp_size() - 1);
 }
 
-/// This thread's warp in its block: its linear index in the block, divided by 32.
+/// This thread's warp in its block: its linear index in the block, divided by [`warp_size`].
 #[inline(always)]
 pub fn warp_id() -> u32 {
     #[cfg(all(target_arch = "nvptx64", feature = "spirv"))]
     // SAFETY: reads a built-in variable.
     return unsafe { crate::spirv::get_sub_group_id() };
     #[cfg(not(all(target_arch = "nvptx64", feature = "spirv")))]
-    return linear_thread() / WARP_SIZE;
+    return linear_thread() / warp_size();
+}
+
+/// The lane that `mode` with operand `b` reads for `lane` in a warp of `size` lanes, as PTX
+/// `shfl.sync` computes it for a whole-warp width; `None` where the lane keeps its own value.
+#[cfg(not(all(target_arch = "nvptx64", not(feature = "spirv"))))]
+#[inline(always)]
+fn source_lane(mode: Mode, lane: u32, b: u32, size: u32) -> Option<u32> {
+    let b = b & (size - 1);
+    match mode {
+        Mode::Index => Some(b),
+        Mode::Up => lane.checked_sub(b),
+        Mode::Down => Some(lane + b).filter(|&j| j < size),
+        Mode::Xor => Some(lane ^ b),
+    }
 }
 
 #[cfg(not(all(target_arch = "nvptx64", feature = "spirv")))]
@@ -122,7 +149,7 @@ pub fn shuffle_up<T: WarpValue>(v: T, delta: u32) -> T {
     arch::shuffle(v, Mode::Up, delta)
 }
 
-/// The value of `v` in lane `lane_id() + delta`; lanes past 31 keep their own
+/// The value of `v` in lane `lane_id() + delta`; lanes past the warp's last keep their own
 /// (`__shfl_down_sync`).
 #[inline(always)]
 pub fn shuffle_down<T: WarpValue>(v: T, delta: u32) -> T {
@@ -147,9 +174,10 @@ pub fn vote_all(predicate: bool) -> bool {
     ballot(!predicate) == 0
 }
 
-/// Bit `i` set when lane `i` takes part and its `predicate` holds (`__ballot_sync`).
+/// Bit `i` set when lane `i` takes part and its `predicate` holds (`__ballot_sync`). Bits at and
+/// above [`warp_size`] are 0.
 #[inline(always)]
-pub fn ballot(predicate: bool) -> u32 {
+pub fn ballot(predicate: bool) -> u64 {
     arch::ballot(predicate)
 }
 
@@ -160,15 +188,17 @@ pub fn sync_warp() {
 }
 
 /// `op` folded over `v` of every lane taking part; every lane gets the same result, with the same
-/// bits on the GPU and on the host backend whatever `op` (for a float sum, say, the order of the
-/// additions is fixed): a full warp combines as a butterfly (`op(v, v of lane ^ 16)`, then 8, 4,
-/// 2, 1) and takes lane 0's result; a partial warp folds its lanes in increasing order.
+/// bits on the GPU and on the host backend at the same warp size, whatever `op` (for a float sum,
+/// say, the order of the additions is fixed): a full warp combines as a butterfly
+/// (`op(v, v of lane ^ warp_size/2)`, then a quarter, ..., 1) and takes lane 0's result; a
+/// partial warp folds its lanes in increasing order.
 #[inline(always)]
 pub fn warp_reduce<T: WarpValue>(v: T, op: impl Fn(T, T) -> T) -> T {
     let lanes = ballot(true);
-    if lanes == u32::MAX {
+    let size = warp_size();
+    if lanes == u64::MAX >> (MAX_WARP_SIZE - size) {
         let mut acc = v;
-        let mut offset = WARP_SIZE / 2;
+        let mut offset = size / 2;
         while offset > 0 {
             acc = op(acc, shuffle_xor(acc, offset));
             offset /= 2;
@@ -233,20 +263,14 @@ warp_sum!(wrapping: i32, u32, i64, u64; ieee: f32, f64);
 
 #[cfg(all(target_arch = "nvptx64", feature = "spirv"))]
 mod arch {
-    use super::{lane_id, Mode, WarpValue, WARP_SIZE};
+    use super::{lane_id, Mode, WarpValue};
     use crate::spirv;
 
-    /// The lane that `mode` with operand `b` reads, as PTX `shfl.sync` picks it; `None` where the
-    /// lane keeps its own value.
+    const WARP_SIZE: u32 = 32;
+
     #[inline(always)]
-    fn source_lane(mode: Mode, lane: u32, b: u32) -> Option<u32> {
-        let b = b % WARP_SIZE;
-        match mode {
-            Mode::Index => Some(b),
-            Mode::Up => lane.checked_sub(b),
-            Mode::Down => Some(lane + b).filter(|&j| j < WARP_SIZE),
-            Mode::Xor => Some(lane ^ b),
-        }
+    pub(super) fn warp_size() -> u32 {
+        WARP_SIZE
     }
 
     #[inline(always)]
@@ -254,7 +278,7 @@ mod arch {
         let lane = lane_id();
         // Every lane shuffles (the operation is collective); one whose source is out of range
         // reads its own value and keeps it.
-        let source = source_lane(mode, lane, b);
+        let source = super::source_lane(mode, lane, b, WARP_SIZE);
         let from = source.unwrap_or(lane);
         let word = v.to_word();
         // SAFETY: sub-group shuffles of plain integers; any lane index is allowed (an inactive
@@ -270,10 +294,10 @@ mod arch {
     }
 
     #[inline(always)]
-    pub(super) fn ballot(predicate: bool) -> u32 {
+    pub(super) fn ballot(predicate: bool) -> u64 {
         // Lanes hold distinct bits, so the OR over the lanes that take part is the ballot.
         // SAFETY: a sub-group reduction over the active work-items.
-        unsafe { spirv::sub_group_non_uniform_reduce_or((predicate as u32) << lane_id()) }
+        unsafe { spirv::sub_group_non_uniform_reduce_or((predicate as u32) << lane_id()) as u64 }
     }
 
     #[inline(always)]
@@ -292,8 +316,15 @@ mod arch {
 
 #[cfg(all(target_arch = "nvptx64", not(feature = "spirv")))]
 mod arch {
-    use super::{linear_thread, Mode, WarpValue, WARP_SIZE};
+    use super::{linear_thread, Mode, WarpValue};
     use crate::index::block_dim;
+
+    const WARP_SIZE: u32 = 32;
+
+    #[inline(always)]
+    pub(super) fn warp_size() -> u32 {
+        WARP_SIZE
+    }
 
     /// The lanes of this thread's warp that exist: all 32 but in a partial last warp.
     #[inline(always)]
@@ -358,7 +389,7 @@ mod arch {
     }
 
     #[inline(always)]
-    pub(super) fn ballot(predicate: bool) -> u32 {
+    pub(super) fn ballot(predicate: bool) -> u64 {
         let bits: u32;
         // SAFETY: as in `shfl!`: `vote.sync` waits for the existing lanes that have not exited.
         unsafe {
@@ -370,7 +401,7 @@ mod arch {
                 options(nostack),
             );
         }
-        bits
+        bits as u64
     }
 
     #[inline(always)]
@@ -382,25 +413,54 @@ mod arch {
     }
 }
 
-#[cfg(not(target_arch = "nvptx64"))]
+/// AMD wavefronts: shuffles through `ds_bpermute` (each lane reads the lane whose index × 4 it
+/// passes), votes through `llvm.amdgcn.ballot`. A wavefront's lanes run in lockstep, so lanes
+/// that returned or lie past the block's end are simply inactive.
+#[cfg(target_arch = "amdgpu")]
 mod arch {
-    use super::{lane_id, Mode, WarpValue, WARP_SIZE};
-    use crate::host_block::{exchange, suspend, Group};
+    use super::{lane_id, Mode, WarpValue};
 
-    /// The lane that `mode` with operand `b` reads for `lane`, as PTX `shfl.sync` computes it
-    /// for a whole-warp width; `None` where the lane keeps its own value.
-    fn source_lane(mode: Mode, lane: u32, b: u32) -> Option<u32> {
-        let b = b % WARP_SIZE;
-        match mode {
-            Mode::Index => Some(b),
-            Mode::Up => lane.checked_sub(b),
-            Mode::Down => Some(lane + b).filter(|&j| j < WARP_SIZE),
-            Mode::Xor => Some(lane ^ b),
-        }
+    #[inline(always)]
+    pub(super) fn warp_size() -> u32 {
+        core::arch::amdgpu::wavefrontsize()
     }
 
+    #[inline(always)]
     pub(super) fn shuffle<T: WarpValue>(v: T, mode: Mode, b: u32) -> T {
-        let source = source_lane(mode, lane_id(), b);
+        let source = super::source_lane(mode, lane_id(), b, warp_size()).unwrap_or(lane_id());
+        let word = v.to_word();
+        // SAFETY: ds_bpermute only reads another lane's register; any bits are a valid u32.
+        let one = |half: u32| unsafe { core::arch::amdgpu::ds_bpermute(source * 4, half) };
+        let low = one(word as u32) as u64;
+        let high = if T::WIDE {
+            (one((word >> 32) as u32) as u64) << 32
+        } else {
+            0
+        };
+        T::from_word(high | low)
+    }
+
+    #[inline(always)]
+    pub(super) fn ballot(predicate: bool) -> u64 {
+        core::arch::amdgpu::ballot(predicate)
+    }
+
+    #[inline(always)]
+    pub(super) fn sync_warp() {
+        // SAFETY: defined by offload-build's AMD link step; a fence and a wave barrier.
+        unsafe { crate::amdgpu::__offload_amdgpu_sync_warp() }
+    }
+}
+
+#[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
+mod arch {
+    use super::{lane_id, Mode, WarpValue};
+    use crate::host_block::{exchange, suspend, Group};
+
+    pub(super) use crate::index::host_context::warp_size;
+
+    pub(super) fn shuffle<T: WarpValue>(v: T, mode: Mode, b: u32) -> T {
+        let source = super::source_lane(mode, lane_id(), b, warp_size());
         exchange(Group::Warp, v.to_word(), |lanes| {
             source
                 .and_then(|j| lanes.get(j as usize).copied().flatten())
@@ -408,7 +468,7 @@ mod arch {
         })
     }
 
-    pub(super) fn ballot(predicate: bool) -> u32 {
+    pub(super) fn ballot(predicate: bool) -> u64 {
         exchange(Group::Warp, predicate as u64, |lanes| {
             lanes
                 .iter()

@@ -4,6 +4,9 @@
 //! - the body, renamed, with `&mut [T]` parameters turned into `ThreadSlice<T>` (every target);
 //! - on nvptx64, an `extern "ptx-kernel"` entry exported under the kernel's own name (a generic
 //!   kernel: one per instance, `NAME__f32`), taking each slice or pointee as (pointer, length);
+//! - on amdgcn, the same parameters, each by reference, in an `extern "C"` function exported as
+//!   `__offload_amdgpu_NAME`: offload-build's AMD link step wraps it in the kernel `NAME`, which
+//!   takes each parameter by value in the kernarg segment (see `amdgpu_entry`);
 //! - on the host, the typed launcher `NAME(args…)` and module `NAME` (with `launch`, the kernel's
 //!   descriptor, and the host-backend entry that runs one GPU thread). A generic kernel's
 //!   launcher is generic too, bounded by a trait that only its declared instances implement, so
@@ -141,7 +144,8 @@ fn raw_names(p: &Param) -> (Ident, Ident) {
     )
 }
 
-/// The nvptx64 entry point exported as `export`, calling the body with `generic_args`.
+/// The device entry points exported as `export` (nvptx64) and `__offload_amdgpu_{export}`
+/// (amdgcn), calling the body with `generic_args`.
 fn device_entry(
     params: &[Param],
     export: &str,
@@ -189,6 +193,15 @@ fn device_entry(
     // The device linker lets the float arithmetic of entries in this section contract into FMAs
     // (and drops the section).
     let fma_section = fma.then(|| quote! { #[link_section = ".offload.fma"] });
+    let amdgpu = amdgpu_entry(
+        params,
+        export,
+        entry,
+        body_fn,
+        &generic_args,
+        &args,
+        &fma_section,
+    );
     quote! {
         #[cfg(target_arch = "nvptx64")]
         #[doc(hidden)]
@@ -200,6 +213,73 @@ fn device_entry(
             // exactly this length, each `&T` and raw pointer as the device copy of one `T`, and
             // one output buffer per `&mut [T]` parameter.
             #(#slice_pointers)*
+            unsafe { #body_fn::<#generic_args>(#(#args),*) }
+        }
+
+        #amdgpu
+    }
+}
+
+/// The amdgcn entry: the nvptx entry's parameters, each by reference.
+///
+/// rustc's amdgcn kernel ABI passes structs and arrays by pointer to memory the caller would
+/// have to allocate, and splits two-field structs into two arguments, so kernarg offsets would
+/// stop matching the C-struct parameter buffer the launcher packs. Taken by reference from a
+/// plain function, every parameter arrives as a pointer with its size and alignment in the LLVM
+/// IR (`dereferenceable(N) align A`); offload-build's AMD link step turns each into a `byref`
+/// argument of the kernel it generates, which the backend lays out in the kernarg segment exactly
+/// as a C struct (and the build checks that in the code object's metadata).
+fn amdgpu_entry(
+    params: &[Param],
+    export: &str,
+    entry: &Ident,
+    body_fn: &Ident,
+    generic_args: &TokenStream,
+    args: &[TokenStream],
+    fma_section: &Option<TokenStream>,
+) -> TokenStream {
+    let export = format!("__offload_amdgpu_{export}");
+    let entry = format_ident!("{}__amdgpu", entry);
+    let mut inputs = Vec::new();
+    let mut loads = Vec::new();
+    for p in params {
+        let (ptr, len) = raw_names(p);
+        let (pname, ty, elem) = (&p.name, &p.ty, &p.elem);
+        match p.passing {
+            Passing::Value => {
+                inputs.push(quote! { #pname: &#ty });
+                loads.push(quote! { let #pname: #ty = *#pname; });
+            }
+            Passing::Slice | Passing::Ref | Passing::PtrConst => {
+                inputs.push(quote! { #ptr: &*const #elem, #len: &usize });
+                loads.push(quote! { let (#ptr, #len) = (*#ptr, *#len); });
+            }
+            Passing::SliceMut | Passing::PtrMut | Passing::Atomic => {
+                inputs.push(quote! { #ptr: &*mut #elem, #len: &usize });
+                loads.push(quote! { let (#ptr, #len) = (*#ptr, *#len); });
+            }
+            Passing::Nd(rank) => {
+                let extents = extent_names(p, rank);
+                inputs.push(quote! { #ptr: &*const #elem, #len: &usize, #(#extents: &usize),* });
+                loads.push(quote! { let (#ptr, #len) = (*#ptr, *#len); #(let #extents = *#extents;)* });
+            }
+            Passing::NdMut(rank) => {
+                let extents = extent_names(p, rank);
+                inputs.push(quote! { #ptr: &*mut #elem, #len: &usize, #(#extents: &usize),* });
+                loads.push(quote! { let (#ptr, #len) = (*#ptr, *#len); #(let #extents = *#extents;)* });
+            }
+        }
+    }
+    quote! {
+        #[cfg(target_arch = "amdgpu")]
+        #[doc(hidden)]
+        #fma_section
+        #[export_name = #export]
+        #[allow(non_snake_case, unused_variables, clippy::too_many_arguments)]
+        pub unsafe extern "C" fn #entry(#(#inputs),*) {
+            #(#loads)*
+            // SAFETY: as for the nvptx entry: the kernel wrapper passes the kernarg segment's
+            // copy of each parameter, which the runtime filled as for nvptx.
             unsafe { #body_fn::<#generic_args>(#(#args),*) }
         }
     }
@@ -308,8 +388,9 @@ fn instance_entry(
         quote! { #(#params_in_order),* },
         fma,
     );
+    let device_cfg: TokenStream = DEVICE_CFG.parse().unwrap();
     quote! {
-        #[cfg(target_arch = "nvptx64")]
+        #[cfg(#device_cfg)]
         #[doc(hidden)]
         #[allow(non_snake_case, non_camel_case_types, non_upper_case_globals, dead_code)]
         mod #module {

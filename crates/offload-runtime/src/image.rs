@@ -8,6 +8,11 @@ pub enum ImageFormat {
     /// A SPIR-V module (`target` `spirv64-v1.4`) for OpenCL devices, loaded with
     /// `clCreateProgramWithIL`; built when `OFFLOAD_SPIRV=1`.
     Spirv,
+    /// An HSA code object (AMDGPU ELF, code object v5) for exactly the AMD GPU `target`
+    /// (`gfx90a`, `gfx942`, `gfx1100`, ...), loaded through liboffload's AMDGPU platform. Its
+    /// kernels take their parameters in the kernarg segment at the offsets of the same C-struct
+    /// parameter buffer as PTX kernels (checked against the code object's metadata by the build).
+    HsaCodeObject,
 }
 
 /// One compiled form of a crate's kernels, embedded by `offload::embed_images!`.
@@ -15,7 +20,7 @@ pub enum ImageFormat {
 pub struct DeviceImage {
     /// What kind of code it holds.
     pub format: ImageFormat,
-    /// The GPU architecture it was built for, e.g. `"sm_90"`.
+    /// The GPU architecture it was built for, e.g. `"sm_90"` or `"gfx942"`.
     pub target: &'static str,
     /// The image itself.
     pub bytes: &'static [u8],

@@ -151,6 +151,6 @@ pub mod __private {
 #[doc(hidden)]
 pub mod __device {
     pub use offload_kernel::entry_slice;
-    #[cfg(target_arch = "nvptx64")]
+    #[cfg(any(target_arch = "nvptx64", target_arch = "amdgpu"))]
     pub use offload_kernel::panic_record::record_panic;
 }

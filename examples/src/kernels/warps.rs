@@ -20,7 +20,8 @@ pub struct WarpResults {
     /// `vote_any(v > 90)`, `vote_all(v > -90)`, `ballot(v even)`.
     pub any: u32,
     pub all: u32,
-    pub ballot: u32,
+    /// One bit per lane (64-lane warps use the upper half).
+    pub ballot: u64,
     /// `warp_sum(v)`, `warp_min(v)`, `warp_max(v)`, `warp_sum(v as f32 · 0.1)`.
     pub sum: i32,
     pub min: i32,

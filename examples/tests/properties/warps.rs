@@ -13,7 +13,7 @@ proptest! {
     #![proptest_config(ProptestConfig::with_cases(48))]
 
     #[test]
-    fn warp_operations((grid, block) in grid_and_block(), live in 0u32..=33, seed in any::<u64>()) {
+    fn warp_operations((grid, block) in grid_and_block(), live in 0u32..=65, seed in any::<u64>()) {
         let threads = (grid.count() * block.count()) as usize;
         // Small values, so that the votes' thresholds (±90) split the lanes, or any values (the
         // integer sums wrap).

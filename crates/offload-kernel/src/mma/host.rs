@@ -3,7 +3,10 @@
 
 use crate::host_block::{self, Group};
 use crate::index::{block_dim, thread_idx};
-use crate::warp::WARP_SIZE;
+use crate::warp::warp_size;
+
+/// Lanes of the warp that a tensor-core operation spans: PTX's fragments are laid out over 32.
+const WARP_SIZE: u32 = 32;
 
 /// 64-bit words a lane can contribute to one gather.
 const WORDS: usize = 8;
@@ -20,12 +23,18 @@ struct Slot {
 ///
 /// # Panics
 /// If a lane of the warp does not exist or has returned (`operation` names the caller): tensor
-/// core operations need the whole warp.
+/// core operations need the whole warp. Likewise under 64-lane host warps
+/// (`OFFLOAD_HOST_WARP_SIZE=64`), which the fragments' layout does not fit.
 pub(super) fn warp_gather<const W: usize>(
     words: [u64; W],
     operation: &str,
 ) -> [[u64; W]; WARP_SIZE as usize] {
     const { assert!(W <= WORDS) };
+    assert!(
+        warp_size() == WARP_SIZE,
+        "{operation}: tensor-core operations need 32-lane warps, not {} (OFFLOAD_HOST_WARP_SIZE)",
+        warp_size()
+    );
     static SITE: u8 = 0;
     let threads = block_dim().count() as usize;
     let me = thread_idx().linear_in(block_dim());

@@ -226,8 +226,8 @@ fn image_rank(sm: u32, image: &DeviceImage) -> Option<u32> {
     match image.format {
         ImageFormat::Cubin => (target == sm).then_some(u32::MAX),
         ImageFormat::Ptx => (target <= sm).then_some(target),
-        // For OpenCL devices.
-        ImageFormat::Spirv => None,
+        // For OpenCL devices and AMD GPUs.
+        ImageFormat::Spirv | ImageFormat::HsaCodeObject => None,
     }
 }
 

@@ -7,7 +7,9 @@
 //! launch gives each worker contiguous ranges of thread ids instead, with no coroutine and no
 //! per-block setup (grid-stride views give consecutive threads consecutive elements, so each
 //! worker walks contiguous memory). A panicking thread makes the launch fail with the panic's
-//! message.
+//! message. Warps have 32 lanes, or 64 (AMD's CDNA wavefronts) under
+//! `OFFLOAD_HOST_WARP_SIZE=64`, read at each launch, so warp code is tested at both widths without
+//! an AMD GPU.
 
 pub mod scheduler;
 
@@ -146,6 +148,28 @@ impl HostBackend {
             .get(handle as usize)
             .copied()
             .ok_or_else(|| self.released())
+    }
+}
+
+/// The variable that sets the lanes per warp of host launches.
+pub const WARP_SIZE_VAR: &str = "OFFLOAD_HOST_WARP_SIZE";
+
+/// Lanes per warp of a host launch: `OFFLOAD_HOST_WARP_SIZE` (32 or 64), else 32.
+pub fn warp_size() -> std::result::Result<u32, String> {
+    parse_warp_size(std::env::var(WARP_SIZE_VAR))
+}
+
+fn parse_warp_size(
+    value: std::result::Result<String, std::env::VarError>,
+) -> std::result::Result<u32, String> {
+    match value {
+        Err(std::env::VarError::NotPresent) => Ok(32),
+        Ok(v) if v.trim() == "32" => Ok(32),
+        Ok(v) if v.trim() == "64" => Ok(64),
+        Ok(v) => Err(format!(
+            "{WARP_SIZE_VAR}={v:?}: the host backend runs warps of 32 or 64 lanes"
+        )),
+        Err(e) => Err(format!("{WARP_SIZE_VAR}: {e}")),
     }
 }
 
@@ -306,6 +330,11 @@ impl Backend for HostBackend {
     unsafe fn launch(&self, entry: EntryHandle, shape: Shape, args: &PackedArgs) -> Result<()> {
         self.check_live()?;
         let entry = self.entry(entry.0)?;
+        let warp_size = warp_size().map_err(|reason| Error::InvalidLaunch {
+            kernel: entry.name,
+            device: self.device.name.clone(),
+            reason,
+        })?;
         let Shape {
             grid,
             block,
@@ -321,6 +350,7 @@ impl Backend for HostBackend {
                         block,
                         first,
                         end: (first + THREADS_PER_TASK).min(total),
+                        warp_size,
                     };
                     // SAFETY: `args` are this entry's packed parameters (the trait contract),
                     // `range` lies in the grid, and the entry's threads never wait for one
@@ -341,6 +371,7 @@ impl Backend for HostBackend {
                         grid,
                         block,
                         dynamic_shared as usize,
+                        warp_size,
                         &run_thread,
                     )
                 };
@@ -419,6 +450,7 @@ impl QueueEvent for HostEvent {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::env::VarError;
 
     /// Loads a host build with a range entry on a fresh host device and launches it.
     fn launch_ranges(threads: HostThreads, grid: Dim3, block: Dim3) -> Result<()> {
@@ -484,5 +516,17 @@ mod tests {
             }
             other => panic!("expected a driver error, got {other:?}"),
         }
+    }
+
+    #[test]
+    fn warp_size_setting() {
+        assert_eq!(parse_warp_size(Err(VarError::NotPresent)), Ok(32));
+        assert_eq!(parse_warp_size(Ok("64".into())), Ok(64));
+        assert_eq!(parse_warp_size(Ok(" 32 ".into())), Ok(32));
+        let e = parse_warp_size(Ok("48".into())).unwrap_err();
+        assert_eq!(
+            e,
+            "OFFLOAD_HOST_WARP_SIZE=\"48\": the host backend runs warps of 32 or 64 lanes"
+        );
     }
 }

@@ -80,7 +80,7 @@ impl PackedArgs {
         self.bytes.as_ptr() as *const u8
     }
 
-    /// Bytes in the buffer.
+    /// Bytes in the buffer: the end of the last parameter, with no padding after it.
     pub fn size(&self) -> usize {
         self.bytes.len()
     }
@@ -145,6 +145,8 @@ mod tests {
         args.push(&padded);
         args.push(&2.5f32);
         assert_eq!(args.offsets(), &[0, 8, 16, 32]);
+        // The end of the last parameter, not a C struct's size (40, a multiple of its 8-byte
+        // alignment): what liboffload's AMDGPU plugin copies into the kernarg segment.
         assert_eq!(args.size(), 36);
         // SAFETY: each parameter was pushed from a value of the type read.
         unsafe {

@@ -14,7 +14,7 @@
 
 use corosensei::stack::DefaultStack;
 use corosensei::{Coroutine, CoroutineResult, Yielder};
-use offload_kernel::host_block::{with_block, with_suspend, BlockResources, Group, WARP_SIZE};
+use offload_kernel::host_block::{with_block, with_suspend, BlockResources, Group};
 use offload_kernel::host_context::{with_thread, ThreadContext};
 use offload_kernel::Dim3;
 use std::cell::{Cell, RefCell};
@@ -64,7 +64,8 @@ struct Parked {
 }
 
 /// Run the threads of block `block_idx` (of a `grid` of `block`-sized blocks, with
-/// `dynamic_shared` bytes of dynamic shared memory): `thread` runs one GPU thread, its ids set.
+/// `dynamic_shared` bytes of dynamic shared memory, in warps of `warp_size` threads): `thread`
+/// runs one GPU thread, its ids set.
 ///
 /// A runner takes the next thread that has not started whenever its thread returns, so a block
 /// without barriers runs on a single runner, its threads as plain calls one after the other.
@@ -74,6 +75,7 @@ pub fn run_block(
     grid: Dim3,
     block: Dim3,
     dynamic_shared: usize,
+    warp_size: u32,
     thread: &(dyn Fn() + Sync),
 ) {
     let count = block.count() as usize;
@@ -83,6 +85,7 @@ pub fn run_block(
         block_idx,
         block_dim: block,
         grid_dim: grid,
+        warp_size,
     };
     // Miri cannot switch stacks: there the threads run as plain calls, one after the other, and
     // a barrier or warp operation panics for want of a scheduler to suspend to. (scripts/miri
@@ -127,7 +130,7 @@ pub fn run_block(
                 park(&mut parked, runner, outcome);
             }
         }
-        if !release(&mut parked) {
+        if !release(&mut parked, warp_size as usize) {
             break;
         }
     });
@@ -153,10 +156,10 @@ fn park(
 
 /// Mark the next group to go on as runnable (every thread has started and is parked or has
 /// returned). `false` when every thread has returned.
-fn release(parked: &mut [Option<Parked>]) -> bool {
+fn release(parked: &mut [Option<Parked>], warp_size: usize) -> bool {
     let waiting_for = |p: &Option<Parked>| p.as_ref().map(|p| p.group);
     let mut released = false;
-    for warp in parked.chunks_mut(WARP_SIZE) {
+    for warp in parked.chunks_mut(warp_size) {
         let waits: Vec<Option<Group>> = warp.iter().map(waiting_for).collect();
         if waits.contains(&Some(Group::Warp)) && waits.iter().all(|w| w != &Some(Group::Block)) {
             set_runnable(warp);
@@ -228,6 +231,7 @@ mod tests {
             Dim3::new(1, 1, 1),
             Dim3::new(70, 1, 1),
             0,
+            32,
             &thread,
         );
         let log = log.into_inner().unwrap();
@@ -253,6 +257,7 @@ mod tests {
             Dim3::new(1, 1, 1),
             Dim3::new(40, 1, 1),
             0,
+            32,
             &thread,
         );
         let seen = seen.into_inner().unwrap();
@@ -260,6 +265,33 @@ mod tests {
         assert_eq!(seen[31], 0);
         assert_eq!(seen[32], 330);
         assert_eq!(seen[39], 320);
+    }
+
+    /// The same block in 64-lane warps (AMD's wavefronts): one warp of 64 and a short one of 16.
+    #[test]
+    #[cfg_attr(miri, ignore = "Miri cannot switch stacks")]
+    fn warps_of_64_lanes() {
+        let seen = Mutex::new(vec![0u64; 80]);
+        let thread = || {
+            let t = thread_idx().x as u64;
+            let right = exchange(Group::Warp, t * 10, |lanes| {
+                lanes[(t as usize + 1) % lanes.len()].unwrap()
+            });
+            seen.lock().unwrap()[t as usize] = right;
+        };
+        run_block(
+            Dim3::new(0, 0, 0),
+            Dim3::new(1, 1, 1),
+            Dim3::new(80, 1, 1),
+            0,
+            64,
+            &thread,
+        );
+        let seen = seen.into_inner().unwrap();
+        assert_eq!(seen[31], 320);
+        assert_eq!(seen[63], 0);
+        assert_eq!(seen[64], 650);
+        assert_eq!(seen[79], 640);
     }
 
     #[test]
@@ -278,6 +310,7 @@ mod tests {
             Dim3::new(1, 1, 1),
             Dim3::new(64, 1, 1),
             0,
+            32,
             &thread,
         );
         assert_eq!(after.into_inner().unwrap(), 32);
@@ -299,6 +332,7 @@ mod tests {
                 Dim3::new(1, 1, 1),
                 Dim3::new(32, 1, 1),
                 0,
+                32,
                 &thread,
             )
         })

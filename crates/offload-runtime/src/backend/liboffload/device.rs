@@ -7,7 +7,7 @@ use crate::backend::interface::{
 use crate::backend::liboffload::event::OlEvent;
 use crate::backend::liboffload::handle::Handle;
 use crate::backend::liboffload::pool::Pool;
-use crate::backend::liboffload::program;
+use crate::backend::liboffload::program::{self, Gpu};
 use crate::backend::liboffload::result::{Ol, OlError};
 use crate::backend::liboffload::sys;
 use crate::backend::limits::{EntryLimits, Limits, Shape};
@@ -32,7 +32,8 @@ struct Shared {
     /// liboffload's host placeholder: the host side of copies, nothing else.
     host: Handle<sys::ol_device_impl_t>,
     name: String,
-    platform: Platform,
+    /// Which GPU it is, for choosing images.
+    gpu: Gpu,
     ordinal: usize,
     uuid: Option<[u8; 16]>,
     limits: Limits,
@@ -80,7 +81,7 @@ pub fn open_all(ol: Ol) -> std::result::Result<Vec<LibOffloadBackend>, String> {
     for (device, platform) in gpus {
         let ordinal = opened
             .iter()
-            .filter(|b: &&LibOffloadBackend| b.shared.platform == platform)
+            .filter(|b: &&LibOffloadBackend| b.shared.gpu.platform() == platform)
             .count();
         // SAFETY: live handles liboffload listed; `device` is a GPU of `platform`.
         let backend = unsafe { LibOffloadBackend::open(ol, device, host, platform, ordinal) }
@@ -102,9 +103,10 @@ impl LibOffloadBackend {
     ) -> std::result::Result<Self, OlError> {
         // SAFETY: `device` is a live GPU handle; each property has the type `OffloadAPI.h`
         // gives it.
-        let (name, version, uid, total_memory, limits) = unsafe {
+        let (name, product, version, uid, total_memory, limits) = unsafe {
             (
                 ol.device_info_string(device, sys::OL_DEVICE_INFO_NAME)?,
+                ol.device_info_string(device, sys::OL_DEVICE_INFO_PRODUCT_NAME),
                 ol.platform_version(device).unwrap_or_default(),
                 ol.device_info_string(device, sys::OL_DEVICE_INFO_UID),
                 ol.device_info::<u64>(device, sys::OL_DEVICE_INFO_GLOBAL_MEM_SIZE)? as usize,
@@ -112,12 +114,21 @@ impl LibOffloadBackend {
             )
         };
         let uuid = uid.ok().and_then(|uid| uuid_of(&uid));
-        let platform_name = match platform {
-            Platform::Cuda => "CUDA",
-            Platform::Amdgpu => "AMDGPU",
-            Platform::Host => "host",
+        let (gpu, name) = match platform {
+            // liboffload names an AMD GPU by its architecture (the HSA agent's name, `gfx942`);
+            // the product name says which GPU it is.
+            Platform::Amdgpu => (
+                Gpu::Amdgpu { arch: name.clone() },
+                format!(
+                    "{} ({name}, liboffload AMDGPU device {ordinal})",
+                    product.unwrap_or_else(|_| "AMD GPU".to_string())
+                ),
+            ),
+            _ => (
+                Gpu::Cuda,
+                format!("{name} (liboffload CUDA device {ordinal})"),
+            ),
         };
-        let name = format!("{name} (liboffload {platform_name} device {ordinal})");
         tracing::debug!(device = %name, api = %version, ?limits, "liboffload device");
         // SAFETY: a GPU device handle, never the host placeholder.
         let queue = unsafe { ol.create_queue(device) }?;
@@ -127,7 +138,7 @@ impl LibOffloadBackend {
                 device: Handle(device),
                 host: Handle(host),
                 name,
-                platform,
+                gpu,
                 ordinal,
                 uuid,
                 limits,
@@ -297,7 +308,7 @@ impl Backend for LibOffloadBackend {
     }
 
     fn platform(&self) -> Platform {
-        self.shared.platform
+        self.shared.gpu.platform()
     }
 
     fn uuid(&self) -> Option<[u8; 16]> {
@@ -449,18 +460,14 @@ impl Backend for LibOffloadBackend {
         match code {
             // SAFETY: the device is open.
             Code::Image(image) => unsafe {
-                program::rank(self.ol(), self.device(), self.shared.platform, image)
+                program::rank(self.ol(), self.device(), &self.shared.gpu, image)
             },
             Code::Host { .. } => None,
         }
     }
 
     fn target(&self) -> String {
-        match self.shared.platform {
-            Platform::Cuda => "an NVIDIA GPU through liboffload".to_string(),
-            Platform::Amdgpu => "an AMD GPU through liboffload".to_string(),
-            Platform::Host => "the host".to_string(),
-        }
+        self.shared.gpu.target()
     }
 
     fn load_image(&self, code: &Code<'static>) -> Result<ImageHandle> {
@@ -572,6 +579,10 @@ impl Backend for LibOffloadBackend {
             },
             dyn_shared_memory: dynamic_shared as usize,
         };
+        // The buffer ends where the last parameter ends, with no padding after it: the AMDGPU
+        // plugin copies that many bytes into a kernarg segment of the kernel's own size (from
+        // the parameters' end rounded up to 4 bytes; the build pass checks it holds them), so a
+        // C struct's padded size could run past it.
         // SAFETY: queue, device and entry belong together and are live; `args` is the packed
         // buffer of the entry's parameters, whose addresses hold what the kernel reaches (the
         // trait contract); liboffload copies it at launch.

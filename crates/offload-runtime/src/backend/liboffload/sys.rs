@@ -64,6 +64,7 @@ pub type ol_symbol_handle_t = *mut ol_symbol_impl_t;
 pub type ol_device_info_t = u32;
 pub const OL_DEVICE_INFO_PLATFORM: ol_device_info_t = 1;
 pub const OL_DEVICE_INFO_NAME: ol_device_info_t = 2;
+pub const OL_DEVICE_INFO_PRODUCT_NAME: ol_device_info_t = 3;
 pub const OL_DEVICE_INFO_UID: ol_device_info_t = 4;
 pub const OL_DEVICE_INFO_MAX_WORK_GROUP_SIZE: ol_device_info_t = 7;
 pub const OL_DEVICE_INFO_MAX_WORK_GROUP_SIZE_PER_DIMENSION: ol_device_info_t = 8;

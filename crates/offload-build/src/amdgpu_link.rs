@@ -1,0 +1,638 @@
+//! The AMD link step: from the bitcode rustc emitted for the device crate (fat LTO, nothing linked:
+//! rustc's own amdgcn link panics) to an HSA code object.
+//!
+//! 1. Read the module's text (`llvm-link -S`) for the kernel entries the macro exported
+//!    (`__offload_amdgpu_NAME`, every parameter by reference) and the `shared!` arrays.
+//! 2. Write a glue module: each kernel `NAME` as an `amdgpu_kernel` taking every parameter
+//!    `byref` in the kernarg segment (laid out as the C struct the launcher packs) and calling
+//!    its entry; the `shared!` arrays as LDS; the operations Rust cannot spell (`SUPPORT`).
+//! 3. `llvm-link` both, `opt` (internalize all but the kernels and the panic record, then the
+//!    O3 pipeline, whose AMDGPU attribute inference drops the hidden arguments kernels do not
+//!    use), FMA contraction flags for `#[offload::kernel(fma)]` kernels, `llc` (code object v5),
+//!    `ld.lld --no-undefined -shared`.
+
+use crate::kernel_abi::{Entry, ParamSlot};
+use std::ffi::OsStr;
+use std::fmt::Write;
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// Prefix of the exported Rust entry of each kernel (see offload-macros' `amdgpu_entry`).
+pub const ENTRY_PREFIX: &str = "__offload_amdgpu_";
+
+/// Globals the runtime looks up by name: kept whatever the kernels use.
+const KEPT_GLOBALS: [&str; 2] = ["OFFLOAD_PANIC_RECORD", "OFFLOAD_PANIC_FLAG_PTR"];
+
+/// The LLVM tools of the step.
+pub struct Tools<'a> {
+    pub llvm_link: &'a Path,
+    pub opt: &'a Path,
+    pub llc: &'a Path,
+    pub lld: &'a Path,
+}
+
+/// The section of the entries of `#[offload::kernel(fma)]` kernels (offload-macros), as IR
+/// prints it on a `define` line.
+const FMA_SECTION: &str = " section \".offload.fma\"";
+
+/// Operations offload-kernel's `amdgpu` module declares, in IR: memory scopes, `s_barrier`, float
+/// atomics on flat addresses, half conversions and the dynamic LDS base.
+const SUPPORT: &str = r#"
+define void @__offload_amdgpu_sync_threads() alwaysinline {
+  fence syncscope("workgroup") release
+  call void @llvm.amdgcn.s.barrier()
+  fence syncscope("workgroup") acquire
+  ret void
+}
+define void @__offload_amdgpu_sync_warp() alwaysinline {
+  fence syncscope("wavefront") seq_cst
+  call void @llvm.amdgcn.wave.barrier()
+  ret void
+}
+define void @__offload_amdgpu_fence_block() alwaysinline {
+  fence syncscope("workgroup") seq_cst
+  ret void
+}
+define void @__offload_amdgpu_fence_device() alwaysinline {
+  fence syncscope("agent") seq_cst
+  ret void
+}
+define float @__offload_amdgpu_atomic_add_f32(ptr %p, float %v) alwaysinline {
+  %old = atomicrmw fadd ptr %p, float %v syncscope("agent") monotonic, align 4
+  ret float %old
+}
+define double @__offload_amdgpu_atomic_add_f64(ptr %p, double %v) alwaysinline {
+  %old = atomicrmw fadd ptr %p, double %v syncscope("agent") monotonic, align 8
+  ret double %old
+}
+define float @__offload_amdgpu_f16_to_f32(i16 %bits) alwaysinline {
+  %h = bitcast i16 %bits to half
+  %f = fpext half %h to float
+  ret float %f
+}
+define i16 @__offload_amdgpu_f32_to_f16(float %x) alwaysinline {
+  %h = fptrunc float %x to half
+  %bits = bitcast half %h to i16
+  ret i16 %bits
+}
+define i16 @__offload_amdgpu_f32_to_bf16(float %x) alwaysinline {
+  %h = fptrunc float %x to bfloat
+  %bits = bitcast bfloat %h to i16
+  ret i16 %bits
+}
+@__offload_dyn_shared = external addrspace(3) global [0 x i8], align 16
+define ptr @__offload_dyn_shared_base() alwaysinline {
+  ret ptr addrspacecast (ptr addrspace(3) @__offload_dyn_shared to ptr)
+}
+declare void @llvm.amdgcn.s.barrier()
+declare void @llvm.amdgcn.wave.barrier()
+"#;
+
+/// The kernel entries of a module's text, in order of definition, then those rustc merged into
+/// another entry with the same code (an `alias` of it: generic instances whose code is the
+/// same on this target), which take the same parameters.
+pub fn entries(module: &str) -> Result<Vec<Entry>, String> {
+    let mut found = Vec::new();
+    for line in module.lines().filter(|l| l.starts_with("define ")) {
+        let Some((kernel, params)) = entry_signature(line) else {
+            continue;
+        };
+        let params = split_params(params)
+            .iter()
+            .enumerate()
+            .map(|(i, p)| param_slot(p, i))
+            .collect::<Result<_, _>>()
+            .map_err(|e| format!("entry of kernel {kernel}: {e}"))?;
+        found.push(Entry { kernel, params });
+    }
+    for (kernel, target) in module.lines().filter_map(entry_alias) {
+        let params = found
+            .iter()
+            .find(|e| e.kernel == target)
+            .map(|e| e.params.clone())
+            .ok_or_else(|| {
+                format!("entry of kernel {kernel}: an alias of {target}, which is no entry")
+            })?;
+        found.push(Entry { kernel, params });
+    }
+    Ok(found)
+}
+
+/// The kernel of an entry alias line (`@__offload_amdgpu_A = ... alias ..., ptr
+/// @__offload_amdgpu_B`) and the kernel whose entry it aliases.
+fn entry_alias(line: &str) -> Option<(String, String)> {
+    let (name, rest) = line.split_once(" = ")?;
+    if !rest.split_whitespace().any(|w| w == "alias") {
+        return None;
+    }
+    let unquote = |n: &str| {
+        n.trim()
+            .trim_start_matches('@')
+            .trim_matches('"')
+            .to_string()
+    };
+    let kernel = unquote(name).strip_prefix(ENTRY_PREFIX)?.to_string();
+    let target = unquote(rest.rsplit_once(" ptr ")?.1)
+        .strip_prefix(ENTRY_PREFIX)?
+        .to_string();
+    Some((kernel, target))
+}
+
+/// The kernel name and the parameter list of a `define` line of an entry.
+fn entry_signature(line: &str) -> Option<(String, &str)> {
+    let at = line
+        .find(&format!("@{ENTRY_PREFIX}"))
+        .or_else(|| line.find(&format!("@\"{ENTRY_PREFIX}")))?;
+    let rest = &line[at + 1..];
+    let (name, rest) = match rest.strip_prefix('"') {
+        Some(quoted) => {
+            let end = quoted.find('"')?;
+            (&quoted[..end], &quoted[end + 1..])
+        }
+        None => {
+            let end = rest.find('(')?;
+            (&rest[..end], &rest[end..])
+        }
+    };
+    let kernel = name.strip_prefix(ENTRY_PREFIX)?.to_string();
+    let inner = rest.strip_prefix('(')?;
+    let mut depth = 0usize;
+    for (i, c) in inner.char_indices() {
+        match c {
+            '(' => depth += 1,
+            ')' if depth == 0 => return Some((kernel, &inner[..i])),
+            ')' => depth -= 1,
+            _ => {}
+        }
+    }
+    None
+}
+
+/// Parameters of an IR parameter list, split at top-level commas (attributes such as
+/// `captures(address, read_provenance)` hold commas of their own).
+fn split_params(list: &str) -> Vec<&str> {
+    let mut params = Vec::new();
+    let (mut depth, mut start) = (0usize, 0usize);
+    for (i, c) in list.char_indices() {
+        match c {
+            '(' => depth += 1,
+            ')' => depth = depth.saturating_sub(1),
+            ',' if depth == 0 => {
+                params.push(list[start..i].trim());
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    if !list[start..].trim().is_empty() {
+        params.push(list[start..].trim());
+    }
+    params
+}
+
+/// One entry parameter: a reference, `ptr ... align A ... dereferenceable(N) ... %name` (LLVM
+/// leaves out `align 1`, and `dereferenceable` for zero-sized pointees).
+fn param_slot(param: &str, index: usize) -> Result<ParamSlot, String> {
+    let tokens: Vec<&str> = param.split_whitespace().collect();
+    if tokens.first() != Some(&"ptr") {
+        return Err(format!(
+            "parameter {index} is `{param}`, not a reference (offload-macros and offload-build \
+             are out of step)"
+        ));
+    }
+    let align = tokens
+        .windows(2)
+        .find(|w| w[0] == "align")
+        .map_or(Ok(1), |w| w[1].parse())
+        .map_err(|_| format!("parameter {index} (`{param}`) has an unreadable alignment"))?;
+    let size = tokens
+        .iter()
+        .find_map(|t| {
+            t.strip_prefix("dereferenceable(")?
+                .strip_suffix(')')?
+                .parse()
+                .ok()
+        })
+        .unwrap_or(0);
+    let name = tokens
+        .last()
+        .and_then(|t| t.strip_prefix('%'))
+        .map(|n| n.trim_matches('"'))
+        .filter(|n| !n.is_empty() && !n.chars().all(|c| c.is_ascii_digit()))
+        .map_or_else(|| format!("arg{index}"), String::from);
+    Ok(ParamSlot { name, size, align })
+}
+
+/// The `shared!` arrays of a module's text: for each extern `__offload_shared_*` byte array
+/// (which only carries the size: rustc puts statics in the global address space), an LDS array
+/// `__offload_lds_*` padded to 16 bytes (so the dynamic LDS after the static arrays stays 16-byte
+/// aligned) and the `*_address` function the macro calls for its flat address.
+fn shared_arrays(module: &str) -> String {
+    let mut defs: Vec<String> = module
+        .lines()
+        .filter(|l| l.contains("__offload_shared_") && l.contains(" = external "))
+        .filter_map(|l| {
+            let (symbol, rest) = l.split_once(" = ")?;
+            let bytes: u64 = rest
+                .split_once("global [")?
+                .1
+                .split_once(" x i8]")?
+                .0
+                .parse()
+                .ok()?;
+            let name = symbol.strip_prefix('@')?.trim_matches('"');
+            let lds = ir_global(&name.replacen("__offload_shared_", "__offload_lds_", 1));
+            let address = ir_global(&format!("{name}_address"));
+            Some(format!(
+                "{lds} = internal addrspace(3) global [{} x i8] undef, align 16\n\
+                 define ptr {address}(ptr %size) alwaysinline {{\n\
+                 \x20 ret ptr addrspacecast (ptr addrspace(3) {lds} to ptr)\n}}",
+                bytes.next_multiple_of(16)
+            ))
+        })
+        .collect();
+    defs.sort();
+    defs.dedup();
+    defs.join("\n")
+}
+
+/// The `amdgpu_kernel` of one entry; in the FMA section when `fma` (its entry is). The entry is
+/// inlined into it whatever its size: left a function of its own, an entry that reaches dynamic
+/// LDS makes the backend give the kernel every hidden argument (non-kernel code finds the
+/// dynamic LDS size there), which liboffload would then have to fill.
+fn kernel_wrapper(entry: &Entry, fma: bool) -> String {
+    let mut params = Vec::new();
+    let mut body = String::new();
+    let mut call_args = Vec::new();
+    for (i, p) in entry.params.iter().enumerate() {
+        let name = ir_name(&p.name, i);
+        if p.size == 0 {
+            // Nothing to pass: any aligned address serves a zero-sized value.
+            call_args.push(format!("ptr inttoptr (i64 {} to ptr)", p.align.max(1)));
+            continue;
+        }
+        params.push(format!(
+            "ptr addrspace(4) noundef byref([{} x i8]) align {} %{name}",
+            p.size, p.align
+        ));
+        writeln!(
+            body,
+            "  %{name}.flat = addrspacecast ptr addrspace(4) %{name} to ptr"
+        )
+        .unwrap();
+        call_args.push(format!("ptr %{name}.flat"));
+    }
+    let callee = ir_global(&format!("{ENTRY_PREFIX}{}", entry.kernel));
+    let pointers = vec!["ptr"; entry.params.len()].join(", ");
+    format!(
+        "declare void {callee}({pointers})\n\
+         define amdgpu_kernel void {}({}){} {{\n{body}  call void {callee}({}) alwaysinline\n  ret void\n}}\n",
+        ir_global(&entry.kernel),
+        params.join(", "),
+        if fma { FMA_SECTION } else { "" },
+        call_args.join(", ")
+    )
+}
+
+/// `name` as an IR local name (quoted unless plain).
+fn ir_name(name: &str, index: usize) -> String {
+    if name
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '.')
+    {
+        name.to_string()
+    } else {
+        format!("arg{index}")
+    }
+}
+
+fn ir_global(name: &str) -> String {
+    if name
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '.')
+    {
+        format!("@{name}")
+    } else {
+        format!("@\"{name}\"")
+    }
+}
+
+/// The kernels of `module`'s text whose entries sit in the FMA section.
+fn fma_kernels(module: &str) -> Vec<String> {
+    module
+        .lines()
+        .filter(|l| l.starts_with("define ") && l.contains(FMA_SECTION))
+        .filter_map(|l| Some(entry_signature(l)?.0))
+        .collect()
+}
+
+/// `module`'s text with LLVM's `contract` flag on every float multiply, add and subtract of the
+/// functions in the FMA section (the kernels, with their entries and everything else inlined),
+/// which lets `llc` fuse them into FMAs; the section itself is dropped.
+fn contract_fma_kernels(module: &str) -> String {
+    let mut out = String::with_capacity(module.len());
+    let mut in_fma = false;
+    for line in module.lines() {
+        if line.starts_with("define ") {
+            in_fma = line.contains(FMA_SECTION);
+        }
+        let line = line.replace(FMA_SECTION, "");
+        let line = match ["fmul", "fadd", "fsub"].iter().find_map(|op| {
+            line.split_once(&format!(" = {op} "))
+                .map(|split| (op, split))
+        }) {
+            Some((op, (result, operands))) if in_fma && line.starts_with("  %") => {
+                format!("{result} = {op} contract {operands}")
+            }
+            _ => line,
+        };
+        out.push_str(&line);
+        out.push('\n');
+        if line.starts_with('}') {
+            in_fma = false;
+        }
+    }
+    out
+}
+
+/// The glue module for `module`'s text and its entries.
+fn glue(module: &str, entries: &[Entry]) -> String {
+    let mut out =
+        String::from("; Written by offload-build: kernels, LDS and support for amdgcn.\n");
+    for line in module.lines().filter(|l| l.starts_with("target ")) {
+        out.push_str(line);
+        out.push('\n');
+    }
+    out.push_str(&shared_arrays(module));
+    out.push('\n');
+    out.push_str(SUPPORT);
+    let fma = fma_kernels(module);
+    for e in entries {
+        out.push_str(&kernel_wrapper(e, fma.contains(&e.kernel)));
+    }
+    out
+}
+
+fn run(tool: &Path, args: &[&OsStr], what: &str) -> Result<(), String> {
+    let out = Command::new(tool)
+        .args(args)
+        .output()
+        .map_err(|e| format!("cannot run {}: {e}", tool.display()))?;
+    if !out.status.success() {
+        return Err(format!(
+            "{what} failed ({}, {}):\n{}{}",
+            tool.display(),
+            out.status,
+            String::from_utf8_lossy(&out.stderr),
+            String::from_utf8_lossy(&out.stdout)
+        ));
+    }
+    Ok(())
+}
+
+/// Links `bitcode` for `arch` into the code object `output`, with intermediate files in `work`;
+/// `fma_contraction` lets every kernel's float arithmetic contract into FMAs
+/// (`Kernels::fma_contraction`). Returns the kernel entries it wrapped.
+pub fn link(
+    tools: &Tools<'_>,
+    bitcode: &Path,
+    arch: &str,
+    fma_contraction: bool,
+    work: &Path,
+    output: &Path,
+) -> Result<Vec<Entry>, String> {
+    let file = |name: &str| -> PathBuf { work.join(name) };
+    let os = OsStr::new;
+    let module_ll = file("kernels.ll");
+    run(
+        tools.llvm_link,
+        &[
+            os("-S"),
+            bitcode.as_os_str(),
+            os("-o"),
+            module_ll.as_os_str(),
+        ],
+        "reading the device bitcode",
+    )?;
+    let module = fs::read_to_string(&module_ll)
+        .map_err(|e| format!("cannot read {}: {e}", module_ll.display()))?;
+    let entries = entries(&module)?;
+    let glue_ll = file("glue.ll");
+    fs::write(&glue_ll, glue(&module, &entries))
+        .map_err(|e| format!("cannot write {}: {e}", glue_ll.display()))?;
+    let linked = file("linked.bc");
+    run(
+        tools.llvm_link,
+        &[
+            bitcode.as_os_str(),
+            glue_ll.as_os_str(),
+            os("-o"),
+            linked.as_os_str(),
+        ],
+        "llvm-link of the kernel wrappers",
+    )?;
+    let exports: Vec<&str> = entries
+        .iter()
+        .map(|e| e.kernel.as_str())
+        .chain(KEPT_GLOBALS)
+        .collect();
+    let optimized = file("opt.ll");
+    let mcpu = format!("-mcpu={arch}");
+    let keep = format!("--internalize-public-api-list={}", exports.join(","));
+    run(
+        tools.opt,
+        &[
+            os("-mtriple=amdgcn-amd-amdhsa"),
+            os(&mcpu),
+            os(&keep),
+            os("-passes=internalize,default<O3>"),
+            linked.as_os_str(),
+            os("-S"),
+            os("-o"),
+            optimized.as_os_str(),
+        ],
+        "opt",
+    )?;
+    let contracted = file("contracted.ll");
+    let optimized_text = fs::read_to_string(&optimized)
+        .map_err(|e| format!("cannot read {}: {e}", optimized.display()))?;
+    fs::write(&contracted, contract_fma_kernels(&optimized_text))
+        .map_err(|e| format!("cannot write {}: {e}", contracted.display()))?;
+    let object = file("kernels.o");
+    run(
+        tools.llc,
+        &[
+            os("-O3"),
+            os("-mtriple=amdgcn-amd-amdhsa"),
+            os(&mcpu),
+            os("--amdhsa-code-object-version=5"),
+            os(if fma_contraction {
+                "-fp-contract=fast"
+            } else {
+                "-fp-contract=off"
+            }),
+            os("-filetype=obj"),
+            contracted.as_os_str(),
+            os("-o"),
+            object.as_os_str(),
+        ],
+        "llc",
+    )?;
+    run(
+        tools.lld,
+        &[
+            os("--no-undefined"),
+            os("-shared"),
+            object.as_os_str(),
+            os("-o"),
+            output.as_os_str(),
+        ],
+        "ld.lld",
+    )?;
+    Ok(entries)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MODULE: &str = r#"target datalayout = "e-m:e-p:64:64"
+target triple = "amdgcn-amd-amdhsa"
+
+@"__offload_shared_k::block_17_21" = external local_unnamed_addr addrspace(1) global [12 x i8]
+@__offload_shared_k_3_9 = external addrspace(1) global [4096 x i8], align 1
+@OFFLOAD_PANIC_RECORD = global [296 x i8] zeroinitializer, align 4
+
+define void @__offload_amdgpu_saxpy(ptr noalias noundef readonly align 4 captures(none) dereferenceable(4) %a, ptr noalias noundef readonly align 8 captures(address, read_provenance) dereferenceable(8) %x__ptr, ptr noalias noundef readonly align 8 dereferenceable(8) %x__len) unnamed_addr #0 {
+start:
+  ret void
+}
+define dso_local void @"__offload_amdgpu_odd"(ptr noalias noundef nonnull readonly %unit, ptr noundef readonly align 4 dereferenceable(12) %0, ptr noalias noundef readonly captures(none) dereferenceable(1) %flag) #0 {
+  ret void
+}
+define internal void @helper(i32 %x) {
+  ret void
+}
+@__offload_amdgpu_saxpy_again = unnamed_addr alias void (ptr, ptr, ptr), ptr @__offload_amdgpu_saxpy
+@other_alias = alias void (i32), ptr @helper
+"#;
+
+    #[test]
+    fn finds_entries_with_sizes_alignments_and_names() {
+        let found = entries(MODULE).unwrap();
+        let slot = |name: &str, size, align| ParamSlot {
+            name: name.into(),
+            size,
+            align,
+        };
+        assert_eq!(
+            found,
+            [
+                Entry {
+                    kernel: "saxpy".into(),
+                    params: vec![slot("a", 4, 4), slot("x__ptr", 8, 8), slot("x__len", 8, 8)],
+                },
+                Entry {
+                    kernel: "odd".into(),
+                    params: vec![slot("unit", 0, 1), slot("arg1", 12, 4), slot("flag", 1, 1)],
+                },
+                // Merged by rustc into saxpy's entry: the same parameters.
+                Entry {
+                    kernel: "saxpy_again".into(),
+                    params: vec![slot("a", 4, 4), slot("x__ptr", 8, 8), slot("x__len", 8, 8)],
+                },
+            ]
+        );
+    }
+
+    #[test]
+    fn an_alias_of_no_entry_is_refused() {
+        let e = entries("@__offload_amdgpu_k = alias void (), ptr @__offload_amdgpu_gone\n")
+            .unwrap_err();
+        assert!(
+            e.contains("entry of kernel k: an alias of gone, which is no entry"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn an_unreadable_alignment_is_refused() {
+        let e = entries("define void @__offload_amdgpu_k(ptr align x %a) {\n").unwrap_err();
+        assert!(e.contains("unreadable alignment"), "{e}");
+    }
+
+    #[test]
+    fn a_value_parameter_is_refused() {
+        let e = entries("define void @__offload_amdgpu_k(i32 %x) {\n").unwrap_err();
+        assert!(
+            e.contains("entry of kernel k: parameter 0 is `i32 %x`"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn glue_defines_wrappers_lds_and_support() {
+        let g = glue(MODULE, &entries(MODULE).unwrap());
+        assert!(g.contains("target triple = \"amdgcn-amd-amdhsa\"\n"));
+        assert!(g.contains("declare void @__offload_amdgpu_saxpy(ptr, ptr, ptr)\n"));
+        assert!(g.contains(
+            "@\"__offload_lds_k::block_17_21\" = internal addrspace(3) global [16 x i8] undef, \
+             align 16\ndefine ptr @\"__offload_shared_k::block_17_21_address\"(ptr %size) \
+             alwaysinline {\n  ret ptr addrspacecast (ptr addrspace(3) @\"__offload_lds_k::block_17_21\" to ptr)\n}"
+        ));
+        assert!(g.contains(
+            "@__offload_lds_k_3_9 = internal addrspace(3) global [4096 x i8] undef, align 16"
+        ));
+        assert!(g.contains(
+            "define amdgpu_kernel void @saxpy(ptr addrspace(4) noundef byref([4 x i8]) align 4 %a, \
+             ptr addrspace(4) noundef byref([8 x i8]) align 8 %x__ptr, ptr addrspace(4) noundef \
+             byref([8 x i8]) align 8 %x__len) {\n  %a.flat = addrspacecast ptr addrspace(4) %a to ptr\n"
+        ));
+        assert!(g.contains("  call void @__offload_amdgpu_saxpy(ptr %a.flat, ptr %x__ptr.flat, ptr %x__len.flat) alwaysinline\n"));
+        assert!(g.contains(
+            "define amdgpu_kernel void @odd(ptr addrspace(4) noundef byref([12 x i8]) align 4 %arg1, \
+             ptr addrspace(4) noundef byref([1 x i8]) align 1 %flag)"
+        ));
+        assert!(g.contains(
+            "call void @__offload_amdgpu_odd(ptr inttoptr (i64 1 to ptr), ptr %arg1.flat, ptr %flag.flat)"
+        ));
+        assert!(g.contains("define void @__offload_amdgpu_sync_threads() alwaysinline"));
+    }
+
+    #[test]
+    fn fma_kernels_get_contract_flags_and_lose_the_section() {
+        let module = "define void @__offload_amdgpu_fused(ptr align 4 dereferenceable(4) %a) unnamed_addr #0 section \".offload.fma\" {\n  ret void\n}\n\
+                      define void @__offload_amdgpu_plain(ptr align 4 dereferenceable(4) %a) unnamed_addr #0 {\n  ret void\n}\n";
+        assert_eq!(fma_kernels(module), ["fused"]);
+        let g = glue(module, &entries(module).unwrap());
+        assert!(g.contains(
+            "define amdgpu_kernel void @fused(ptr addrspace(4) noundef byref([4 x i8]) align 4 %a) section \".offload.fma\" {"
+        ));
+        assert!(g.contains(
+            "define amdgpu_kernel void @plain(ptr addrspace(4) noundef byref([4 x i8]) align 4 %a) {"
+        ));
+
+        let optimized = "define amdgpu_kernel void @fused(ptr %a) section \".offload.fma\" {\n\
+                         \x20 %m = fmul float %x, %y\n\
+                         \x20 %s = fadd nnan float %m, %z\n\
+                         \x20 %d = fsub <2 x float> %u, %v\n\
+                         \x20 %n = fneg float %s\n\
+                         }\n\
+                         define amdgpu_kernel void @plain(ptr %a) {\n\
+                         \x20 %m = fmul float %x, %y\n\
+                         }\n";
+        assert_eq!(
+            contract_fma_kernels(optimized),
+            "define amdgpu_kernel void @fused(ptr %a) {\n\
+             \x20 %m = fmul contract float %x, %y\n\
+             \x20 %s = fadd contract nnan float %m, %z\n\
+             \x20 %d = fsub contract <2 x float> %u, %v\n\
+             \x20 %n = fneg float %s\n\
+             }\n\
+             define amdgpu_kernel void @plain(ptr %a) {\n\
+             \x20 %m = fmul float %x, %y\n\
+             }\n"
+        );
+    }
+}
