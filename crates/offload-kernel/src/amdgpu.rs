@@ -3,8 +3,6 @@
 //! IR because Rust cannot spell them (memory scopes, float atomics, half conversions, the address
 //! of the launch's dynamic LDS).
 
-use crate::index::Dim3;
-
 /// Byte offsets in `hsa_kernel_dispatch_packet_t` (HSA runtime specification 1.2, 2.9.6).
 const WORKGROUP_SIZE: usize = 4;
 const GRID_SIZE: usize = 12;
@@ -15,25 +13,25 @@ fn packet() -> *const u8 {
     core::intrinsics::gpu::amdgpu_dispatch_ptr() as *const u8
 }
 
-/// Work-items per work-group (`workgroup_size_x/y/z`, u16 each).
+/// Work-items per work-group (`workgroup_size_x/y/z`, u16 each), x first.
 #[inline(always)]
-pub(crate) fn workgroup_size() -> Dim3 {
+pub(crate) fn workgroup_size() -> [u32; 3] {
     let at = |i: usize| {
         // SAFETY: every kernel is launched through a dispatch packet, which holds the three u16
         // work-group extents at bytes 4, 6 and 8 (2-aligned).
         unsafe { (packet().add(WORKGROUP_SIZE + 2 * i) as *const u16).read() as u32 }
     };
-    Dim3::new(at(0), at(1), at(2))
+    [at(0), at(1), at(2)]
 }
 
-/// Work-items in the grid (`grid_size_x/y/z`, u32 each): work-groups times their size.
+/// Work-items in the grid (`grid_size_x/y/z`, u32 each): work-groups times their size, x first.
 #[inline(always)]
-pub(crate) fn grid_size() -> Dim3 {
+pub(crate) fn grid_size() -> [u32; 3] {
     let at = |i: usize| {
         // SAFETY: as above; the grid extents are u32 at bytes 12, 16 and 20.
         unsafe { (packet().add(GRID_SIZE + 4 * i) as *const u32).read() }
     };
-    Dim3::new(at(0), at(1), at(2))
+    [at(0), at(1), at(2)]
 }
 
 /// LDS bytes of the launch, static and dynamic together.

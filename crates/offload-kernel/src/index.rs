@@ -140,16 +140,6 @@ mod arch {
         }
     }
 
-    #[inline(always)]
-    pub fn global_id() -> usize {
-        let block_dim = block_dim();
-        block_idx().linear_in(grid_dim()) * block_dim.count() as usize
-            + thread_idx().linear_in(block_dim)
-    }
-    #[inline(always)]
-    pub fn global_threads() -> usize {
-        (grid_dim().count() * block_dim().count()) as usize
-    }
 }
 
 #[cfg(target_arch = "amdgpu")]
@@ -168,25 +158,16 @@ mod arch {
     }
     #[inline(always)]
     pub fn block_dim() -> Dim3 {
-        amdgpu::workgroup_size()
+        let [x, y, z] = amdgpu::workgroup_size();
+        Dim3::new(x, y, z)
     }
     /// The packet counts work-items; offload launches whole work-groups only.
     #[inline(always)]
     pub fn grid_dim() -> Dim3 {
-        let (items, group) = (amdgpu::grid_size(), amdgpu::workgroup_size());
-        Dim3::new(items.x / group.x, items.y / group.y, items.z / group.z)
+        let ([x, y, z], [gx, gy, gz]) = (amdgpu::grid_size(), amdgpu::workgroup_size());
+        Dim3::new(x / gx, y / gy, z / gz)
     }
 
-    #[inline(always)]
-    pub fn global_id() -> usize {
-        let block_dim = block_dim();
-        block_idx().linear_in(grid_dim()) * block_dim.count() as usize
-            + thread_idx().linear_in(block_dim)
-    }
-    #[inline(always)]
-    pub fn global_threads() -> usize {
-        (grid_dim().count() * block_dim().count()) as usize
-    }
 }
 
 /// OpenCL's ids: local id = thread, group = block, local size = block size, groups = grid.
@@ -218,6 +199,14 @@ mod arch {
         dim3(spirv::get_num_groups)
     }
 
+}
+
+/// On GPUs the global id and thread count follow from the ids; the host backend keeps them worked
+/// out per thread instead (`arch::global_id`).
+#[cfg(any(target_arch = "nvptx64", target_arch = "amdgpu"))]
+mod derived {
+    use super::arch::{block_dim, block_idx, grid_dim, thread_idx};
+
     #[inline(always)]
     pub fn global_id() -> usize {
         let block_dim = block_dim();
@@ -229,6 +218,10 @@ mod arch {
         (grid_dim().count() * block_dim().count()) as usize
     }
 }
+#[cfg(any(target_arch = "nvptx64", target_arch = "amdgpu"))]
+use derived as global;
+#[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
+use arch as global;
 
 #[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
 mod arch {
@@ -432,13 +425,13 @@ pub fn grid_dim() -> Dim3 {
 /// and dense in `0..global_threads()`.
 #[inline(always)]
 pub fn global_id() -> usize {
-    arch::global_id()
+    global::global_id()
 }
 
 /// Total number of threads in the launch.
 #[inline(always)]
 pub fn global_threads() -> usize {
-    arch::global_threads()
+    global::global_threads()
 }
 
 /// The indices below `len` that this thread handles in a grid-stride loop: `global_id()`, then
