@@ -139,7 +139,6 @@ mod arch {
             )
         }
     }
-
 }
 
 #[cfg(target_arch = "amdgpu")]
@@ -167,7 +166,6 @@ mod arch {
         let ([x, y, z], [gx, gy, gz]) = (amdgpu::grid_size(), amdgpu::workgroup_size());
         Dim3::new(x / gx, y / gy, z / gz)
     }
-
 }
 
 /// OpenCL's ids: local id = thread, group = block, local size = block size, groups = grid.
@@ -198,7 +196,6 @@ mod arch {
     pub fn grid_dim() -> Dim3 {
         dim3(spirv::get_num_groups)
     }
-
 }
 
 /// On GPUs the global id and thread count follow from the ids; the host backend keeps them worked
@@ -218,10 +215,10 @@ mod derived {
         (grid_dim().count() * block_dim().count()) as usize
     }
 }
-#[cfg(any(target_arch = "nvptx64", target_arch = "amdgpu"))]
-use derived as global;
 #[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
 use arch as global;
+#[cfg(any(target_arch = "nvptx64", target_arch = "amdgpu"))]
+use derived as global;
 
 #[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
 mod arch {
