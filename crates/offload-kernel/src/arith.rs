@@ -70,35 +70,26 @@ macro_rules! through_f32 {
 }
 through_f32!(f16, bf16);
 
-#[cfg(not(any(
-    all(target_arch = "nvptx64", not(feature = "spirv")),
-    target_arch = "amdgpu"
-)))]
-impl ThroughF32 for f16 {
-    #[inline(always)]
-    fn widen(self) -> f32 {
-        self.to_f32()
-    }
-    #[inline(always)]
-    fn narrow(x: f32) -> Self {
-        f16::from_f32(x)
-    }
+/// Off NVIDIA and AMD GPUs, `half`'s own conversions.
+macro_rules! through_f32_by_half {
+    ($($t:ty),*) => {$(
+        #[cfg(not(any(
+            all(target_arch = "nvptx64", not(feature = "spirv")),
+            target_arch = "amdgpu"
+        )))]
+        impl ThroughF32 for $t {
+            #[inline(always)]
+            fn widen(self) -> f32 {
+                self.to_f32()
+            }
+            #[inline(always)]
+            fn narrow(x: f32) -> Self {
+                <$t>::from_f32(x)
+            }
+        }
+    )*};
 }
-
-#[cfg(not(any(
-    all(target_arch = "nvptx64", not(feature = "spirv")),
-    target_arch = "amdgpu"
-)))]
-impl ThroughF32 for bf16 {
-    #[inline(always)]
-    fn widen(self) -> f32 {
-        self.to_f32()
-    }
-    #[inline(always)]
-    fn narrow(x: f32) -> Self {
-        bf16::from_f32(x)
-    }
-}
+through_f32_by_half!(f16, bf16);
 
 #[cfg(all(target_arch = "nvptx64", not(feature = "spirv")))]
 impl ThroughF32 for f16 {

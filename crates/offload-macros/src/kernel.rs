@@ -261,12 +261,16 @@ fn amdgpu_entry(
             Passing::Nd(rank) => {
                 let extents = extent_names(p, rank);
                 inputs.push(quote! { #ptr: &*const #elem, #len: &usize, #(#extents: &usize),* });
-                loads.push(quote! { let (#ptr, #len) = (*#ptr, *#len); #(let #extents = *#extents;)* });
+                loads.push(
+                    quote! { let (#ptr, #len) = (*#ptr, *#len); #(let #extents = *#extents;)* },
+                );
             }
             Passing::NdMut(rank) => {
                 let extents = extent_names(p, rank);
                 inputs.push(quote! { #ptr: &*mut #elem, #len: &usize, #(#extents: &usize),* });
-                loads.push(quote! { let (#ptr, #len) = (*#ptr, *#len); #(let #extents = *#extents;)* });
+                loads.push(
+                    quote! { let (#ptr, #len) = (*#ptr, *#len); #(let #extents = *#extents;)* },
+                );
             }
         }
     }

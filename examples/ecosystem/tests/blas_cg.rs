@@ -5,27 +5,17 @@
 use offload::blas::Blas;
 use offload::{BackendKind, Device, DeviceVec, Error, NativeQueue};
 use offload_ecosystem_examples::cg::{self, Problem};
-use std::io::Write;
+
+mod common;
 
 /// The first GPU the CUDA plugin drives (also when `OFFLOAD_BACKEND=liboffload` lists it through
 /// liboffload), if images were built.
 fn cuda_gpu(test: &str) -> Option<Device> {
-    let reason = match offload::devices_of(BackendKind::Cuda).first() {
-        Some(_)
-            if offload_ecosystem_examples::__OFFLOAD_IMAGES
-                .images
-                .is_empty() =>
-        {
-            "no device images were built".to_string()
-        }
-        Some(d) => return Some(d.clone()),
-        None => "no GPU driven by the CUDA plugin (cuBLAS needs it)".to_string(),
-    };
-    if std::env::var("OFFLOAD_REQUIRE_GPU").is_ok_and(|v| v == "1") {
-        panic!("{test}: OFFLOAD_REQUIRE_GPU=1 but {reason}");
-    }
-    let _ = writeln!(std::io::stderr(), "SKIPPED {test}: {reason}");
-    None
+    common::gpu_or_skip(
+        test,
+        offload::devices_of(BackendKind::Cuda).first(),
+        "no GPU driven by the CUDA plugin (cuBLAS needs it)",
+    )
 }
 
 /// A GPU driven by another plugin (liboffload) has no CUDA stream to give cuBLAS: `Blas::new` says

@@ -6,25 +6,15 @@
 use ndarray::{s, Array, Array1, Array2, Array3, ShapeBuilder};
 use offload::{Device, Error, Launch};
 use offload_ecosystem_examples::kernels::arrays;
-use std::io::Write;
+
+mod common;
 
 fn gpu(test: &str) -> Option<Device> {
-    let reason = match offload::devices().iter().find(|d| d.is_gpu()) {
-        Some(_)
-            if offload_ecosystem_examples::__OFFLOAD_IMAGES
-                .images
-                .is_empty() =>
-        {
-            "no device images were built".to_string()
-        }
-        Some(d) => return Some(d.clone()),
-        None => "no GPU".to_string(),
-    };
-    if std::env::var("OFFLOAD_REQUIRE_GPU").is_ok_and(|v| v == "1") {
-        panic!("{test}: OFFLOAD_REQUIRE_GPU=1 but {reason}");
-    }
-    let _ = writeln!(std::io::stderr(), "SKIPPED {test}: {reason}");
-    None
+    common::gpu_or_skip(
+        test,
+        offload::devices().iter().find(|d| d.is_gpu()),
+        "no GPU",
+    )
 }
 
 /// Launch shapes: the default, 1D grids of several sizes, 2D grids, and a single thread.

@@ -16,17 +16,7 @@ use offload_examples::reference;
 pub const SIZES: [usize; 6] = [0, 1, 255, 256, 257, 1_000_000];
 
 /// Deterministic pseudo-random floats in [-1, 1), different for every seed.
-pub fn floats(n: usize, seed: u64) -> Vec<f32> {
-    let mut state = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-    (0..n)
-        .map(|_| {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            (state >> 40) as f32 / (1u64 << 23) as f32 - 1.0
-        })
-        .collect()
-}
+pub use offload_examples::reference_gemm::uniform as floats;
 
 pub fn ints(n: usize, seed: u64) -> Vec<i64> {
     floats(n, seed)

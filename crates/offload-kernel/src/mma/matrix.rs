@@ -4,13 +4,46 @@
 
 use crate::ThreadSlice;
 
+/// `rows × cols` elements, row `r` starting at `r * stride`, checked once to fit the memory.
+#[derive(Clone, Copy)]
+struct Layout {
+    rows: usize,
+    cols: usize,
+    stride: usize,
+}
+
+impl Layout {
+    /// # Panics
+    /// If `stride < cols` or `len` elements are too few for the last row.
+    #[inline(always)]
+    #[track_caller]
+    fn fitting(len: usize, rows: usize, cols: usize, stride: usize) -> Self {
+        // A message without arguments: kernels carry no formatting machinery.
+        assert!(
+            stride >= cols && (rows == 0 || (rows - 1) * stride + cols <= len),
+            "matrix: the slice does not hold the matrix"
+        );
+        Layout { rows, cols, stride }
+    }
+
+    /// Whether `(r, c)` lies inside the matrix.
+    #[inline(always)]
+    fn contains(&self, r: usize, c: usize) -> bool {
+        r < self.rows && c < self.cols
+    }
+
+    /// The element offset of `(r, c)`.
+    #[inline(always)]
+    fn offset(&self, r: usize, c: usize) -> usize {
+        r * self.stride + c
+    }
+}
+
 /// A read-only row-major matrix over a slice (a `&[T]` kernel parameter).
 #[derive(Clone, Copy)]
 pub struct MatrixRef<'a, T> {
     data: &'a [T],
-    rows: usize,
-    cols: usize,
-    stride: usize,
+    layout: Layout,
 }
 
 impl<'a, T: Copy> MatrixRef<'a, T> {
@@ -31,34 +64,26 @@ impl<'a, T: Copy> MatrixRef<'a, T> {
     #[inline(always)]
     #[track_caller]
     pub fn with_stride(data: &'a [T], rows: usize, cols: usize, stride: usize) -> Self {
-        assert!(
-            stride >= cols && (rows == 0 || (rows - 1) * stride + cols <= data.len()),
-            "MatrixRef: the slice does not hold the matrix"
-        );
-        MatrixRef {
-            data,
-            rows,
-            cols,
-            stride,
-        }
+        let layout = Layout::fitting(data.len(), rows, cols, stride);
+        MatrixRef { data, layout }
     }
 
     /// Number of rows.
     #[inline(always)]
     pub fn rows(&self) -> usize {
-        self.rows
+        self.layout.rows
     }
 
     /// Number of columns.
     #[inline(always)]
     pub fn cols(&self) -> usize {
-        self.cols
+        self.layout.cols
     }
 
     /// Elements from the start of one row to the start of the next.
     #[inline(always)]
     pub fn stride(&self) -> usize {
-        self.stride
+        self.layout.stride
     }
 
     /// The elements, row `r` from `r * stride()`.
@@ -70,9 +95,9 @@ impl<'a, T: Copy> MatrixRef<'a, T> {
     /// Element `(r, c)`, or `zero` outside the matrix.
     #[inline(always)]
     pub fn get_or(&self, r: usize, c: usize, zero: T) -> T {
-        if r < self.rows && c < self.cols {
-            // SAFETY: r < rows and c < cols, and the constructor checked that the last row fits.
-            unsafe { *self.data.get_unchecked(r * self.stride + c) }
+        if self.layout.contains(r, c) {
+            // SAFETY: (r, c) is inside, and the constructor checked that the last row fits.
+            unsafe { *self.data.get_unchecked(self.layout.offset(r, c)) }
         } else {
             zero
         }
@@ -82,9 +107,7 @@ impl<'a, T: Copy> MatrixRef<'a, T> {
 /// A row-major matrix over a kernel's output ([`ThreadSlice`]), written element by element.
 pub struct MatrixMut<'s, 'a, T> {
     out: &'s mut ThreadSlice<'a, T>,
-    rows: usize,
-    cols: usize,
-    stride: usize,
+    layout: Layout,
 }
 
 impl<'s, 'a, T> MatrixMut<'s, 'a, T> {
@@ -95,28 +118,20 @@ impl<'s, 'a, T> MatrixMut<'s, 'a, T> {
     #[inline(always)]
     #[track_caller]
     pub fn new(out: &'s mut ThreadSlice<'a, T>, rows: usize, cols: usize, stride: usize) -> Self {
-        assert!(
-            stride >= cols && (rows == 0 || (rows - 1) * stride + cols <= out.len()),
-            "MatrixMut: the slice does not hold the matrix"
-        );
-        MatrixMut {
-            out,
-            rows,
-            cols,
-            stride,
-        }
+        let layout = Layout::fitting(out.len(), rows, cols, stride);
+        MatrixMut { out, layout }
     }
 
     /// Number of rows.
     #[inline(always)]
     pub fn rows(&self) -> usize {
-        self.rows
+        self.layout.rows
     }
 
     /// Number of columns.
     #[inline(always)]
     pub fn cols(&self) -> usize {
-        self.cols
+        self.layout.cols
     }
 
     /// Stores `v` at `(r, c)`; nothing outside the matrix.
@@ -125,10 +140,10 @@ impl<'s, 'a, T> MatrixMut<'s, 'a, T> {
     /// No other thread of the launch reads or writes element `(r, c)` during the launch.
     #[inline(always)]
     pub unsafe fn set(&mut self, r: usize, c: usize, v: T) {
-        if r < self.rows && c < self.cols {
+        if self.layout.contains(r, c) {
             // SAFETY: in bounds (checked above and by the constructor); exclusive per the
             // caller's contract.
-            unsafe { self.out.as_mut_ptr().add(r * self.stride + c).write(v) }
+            unsafe { self.out.as_mut_ptr().add(self.layout.offset(r, c)).write(v) }
         }
     }
 
@@ -139,9 +154,9 @@ impl<'s, 'a, T> MatrixMut<'s, 'a, T> {
     /// As for [`set`](Self::set), for both elements.
     #[inline(always)]
     pub unsafe fn set_pair(&mut self, r: usize, c: usize, v: T, w: T) {
-        if r < self.rows && c + 1 < self.cols {
+        if self.layout.contains(r, c + 1) {
             // SAFETY: both elements are in bounds; exclusive per the caller's contract.
-            let at = unsafe { self.out.as_mut_ptr().add(r * self.stride + c) };
+            let at = unsafe { self.out.as_mut_ptr().add(self.layout.offset(r, c)) };
             let size = core::mem::size_of::<T>();
             if at as usize % (2 * size) == 0 && matches!(size, 2 | 4 | 8) {
                 // SAFETY: `at` is aligned to 2 * size, the alignment of the pair type of that
