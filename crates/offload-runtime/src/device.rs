@@ -2,8 +2,8 @@
 //! the runtime's handle of a plugin's device, with what the layers above keep for it: the code it
 //! has loaded (`loaded`) and its launch lock.
 //!
-//! `OFFLOAD_BACKEND=host|cuda|liboffload` forces a backend for the default device (and, for a
-//! GPU two plugins drive, which one lists it); `OFFLOAD_REQUIRE_GPU=1` turns every fallback to
+//! `OFFLOAD_BACKEND=host|cuda|liboffload|opencl` forces a backend for the default device (and,
+//! for a GPU two plugins drive, which one lists it; `opencl` also offers OpenCL CPU runtimes); `OFFLOAD_REQUIRE_GPU=1` turns every fallback to
 //! the host into an error.
 
 use crate::backend::{self, Backend, BackendKind, Limits, MemoryInfo, Platform};
@@ -276,6 +276,7 @@ fn plugin_named(name: &str) -> Option<BackendKind> {
     match name {
         "cuda" => Some(BackendKind::Cuda),
         "liboffload" => Some(BackendKind::LibOffload),
+        "opencl" => Some(BackendKind::OpenCl),
         _ => None,
     }
 }
@@ -316,7 +317,7 @@ pub fn default_device() -> Result<Device> {
                 })?,
             None => {
                 return Err(Error::NoDevice(format!(
-                    "OFFLOAD_BACKEND={name} is not a backend (use host, cuda, liboffload or auto)"
+                    "OFFLOAD_BACKEND={name} is not a backend (use host, cuda, liboffload, opencl or auto)"
                 )))
             }
         },

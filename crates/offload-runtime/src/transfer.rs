@@ -211,7 +211,7 @@ pub(crate) fn pack(
                 (place(HostData::Output { ptr, bytes, kind })?, len)
             }
         };
-        params.push_word(device_ptr.0);
+        params.push_address(device_ptr.0);
         params.push_word(len as u64);
         for &extent in &arg.extents {
             params.push_word(extent);

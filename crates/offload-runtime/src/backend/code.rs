@@ -4,6 +4,7 @@
 use crate::backend::packed::PackedArgs;
 use crate::image::DeviceImage;
 use offload_kernel::host_context::ThreadRange;
+use std::sync::Mutex;
 
 /// One form of a kernel's code that the layer above offers a plugin.
 #[derive(Clone, Copy, Debug)]
@@ -47,3 +48,16 @@ pub type HostThread = unsafe fn(&PackedArgs);
 /// # Safety
 /// As [`HostThread`], and `range` lies within the launch's grid.
 pub type HostThreads = unsafe fn(&PackedArgs, ThreadRange);
+
+/// A kernel name that lives for the process, each distinct name stored once (the errors of
+/// launches name their kernel by `&'static str`).
+pub(crate) fn interned(name: &str) -> &'static str {
+    static NAMES: Mutex<Vec<&'static str>> = Mutex::new(Vec::new());
+    let mut names = NAMES.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some(&known) = names.iter().find(|&&n| n == name) {
+        return known;
+    }
+    let leaked: &'static str = Box::leak(name.to_string().into_boxed_str());
+    names.push(leaked);
+    leaked
+}

@@ -501,18 +501,18 @@ impl Backend for CudaBackend {
         // cuLaunchKernel takes a pointer to each parameter's bytes, and reads as many as the
         // entry's parameter of that position has. On the stack for the usual few parameters:
         // the launch path allocates nothing here.
-        let offsets = args.offsets();
+        let params = args.params();
         let mut on_stack = [std::ptr::null_mut::<c_void>(); STACK_PARAMS];
         let mut on_heap = Vec::new();
-        let pointers = if offsets.len() <= STACK_PARAMS {
-            &mut on_stack[..offsets.len()]
+        let pointers = if params.len() <= STACK_PARAMS {
+            &mut on_stack[..params.len()]
         } else {
-            on_heap.resize(offsets.len(), std::ptr::null_mut());
+            on_heap.resize(params.len(), std::ptr::null_mut());
             &mut on_heap[..]
         };
-        for (pointer, &offset) in pointers.iter_mut().zip(offsets) {
+        for (pointer, param) in pointers.iter_mut().zip(params) {
             // SAFETY: every offset lies inside the buffer.
-            *pointer = unsafe { args.as_ptr().add(offset) } as *mut c_void;
+            *pointer = unsafe { args.as_ptr().add(param.offset) } as *mut c_void;
         }
         // SAFETY: `function` comes from a loaded module; `pointers` point at the entry's
         // parameters (the trait contract) and stay alive for the call (the driver copies

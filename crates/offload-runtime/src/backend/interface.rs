@@ -19,6 +19,8 @@ pub enum BackendKind {
     Cuda,
     /// LLVM's offload runtime.
     LibOffload,
+    /// An OpenCL runtime (SPIR-V images).
+    OpenCl,
 }
 
 /// What kind of processor a device is, whichever plugin drives it.
@@ -30,6 +32,9 @@ pub enum Platform {
     Cuda,
     /// An AMD GPU.
     Amdgpu,
+    /// A device of an OpenCL runtime: an Intel GPU, or, with `OFFLOAD_BACKEND=opencl`, an OpenCL
+    /// CPU runtime.
+    OpenCl,
 }
 
 /// A device's memory, in bytes.
@@ -65,10 +70,15 @@ pub enum NativeQueue {
         /// The `ol_queue_handle_t`.
         queue: *mut c_void,
     },
+    /// An in-order OpenCL command queue (`cl_command_queue`).
+    OpenCl {
+        /// The `cl_command_queue`.
+        queue: *mut c_void,
+    },
 }
 
-// SAFETY: both are driver handles, valid on any thread of the process (the CUDA driver and
-// liboffload are thread-safe); the enum only carries them.
+// SAFETY: all are driver handles, valid on any thread of the process (the CUDA driver,
+// liboffload and OpenCL are thread-safe); the enum only carries them.
 unsafe impl Send for NativeQueue {}
 // SAFETY: as for `Send`: nothing is reached through a shared `NativeQueue`.
 unsafe impl Sync for NativeQueue {}

@@ -9,7 +9,8 @@
 //! The plugins, each registered once in [`PLUGINS`]: `cuda` (the driver API, loaded at run time;
 //! pageable copies staged through `cuda_staging`'s pinned buffers, launches recorded as CUDA
 //! graphs by `cuda_graph`), `liboffload` (LLVM's offload
-//! runtime, loaded at run time: NVIDIA and AMD GPUs) and `host` (the host CPU: its memory is host
+//! runtime, loaded at run time: NVIDIA and AMD GPUs), `opencl` (an OpenCL runtime's SPIR-V devices,
+//! loaded at run time: Intel GPUs, and Intel's OpenCL CPU runtime when asked for) and `host` (the host CPU: its memory is host
 //! memory, and it runs each kernel's host build, blocks on rayon, a block's threads as
 //! coroutines). `mock` is an in-memory GPU for the runtime's own tests.
 //!
@@ -26,6 +27,7 @@ pub mod liboffload;
 mod limits;
 #[cfg(test)]
 pub(crate) mod mock;
+pub mod opencl;
 mod packed;
 mod registry;
 
@@ -34,6 +36,6 @@ pub use interface::{
     Backend, BackendKind, DevicePtr, MemoryInfo, NativeQueue, Platform, QueueEvent, RecordedWork,
 };
 pub use limits::{EntryLimits, Limits, Shape};
-pub use packed::PackedArgs;
+pub use packed::{PackedArgs, Param};
 pub(crate) use registry::discover_all;
 pub use registry::{Discover, Plugin, PLUGINS};

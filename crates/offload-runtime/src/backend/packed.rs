@@ -1,25 +1,38 @@
 //! A launch's parameters packed into one buffer laid out like a C struct of the kernel entry's
 //! parameters (each at the next multiple of its alignment): what liboffload's `olLaunchKernel`
 //! takes, what the CUDA plugin hands the driver one parameter at a time, and what a kernel's host
-//! build reads its parameters from on the host CPU.
+//! build reads its parameters from on the host CPU. Each parameter's size, and whether it is a
+//! device address, are kept too: OpenCL sets each argument by itself, an address with its own
+//! call (`clSetKernelArgMemPointerINTEL`).
 
 use std::cell::Cell;
 use std::mem::{align_of, size_of, take, MaybeUninit};
 
-/// The packed parameters of one launch, with where each one starts.
+/// The packed parameters of one launch, with where each one starts, its size and kind.
 #[derive(Clone, Debug, Default)]
 pub struct PackedArgs {
     /// Padding inside by-value structs may be uninitialised, as in the values themselves.
     bytes: Vec<MaybeUninit<u8>>,
-    offsets: Vec<usize>,
+    params: Vec<Param>,
+}
+
+/// One parameter of a [`PackedArgs`]: its size and kind.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Param {
+    /// Where it starts in the buffer.
+    pub offset: usize,
+    /// Its bytes.
+    pub size: usize,
+    /// Whether it is a device address (a 64-bit word pushed by [`PackedArgs::push_address`]).
+    pub address: bool,
 }
 
 /// Buffers a dropped `PackedArgs` leaves for the next one on its thread, up to this many bytes:
 /// a launch then allocates nothing for its parameters.
 const SPARE_BYTES: usize = 4096;
 
-/// The two buffers of a `PackedArgs`: bytes and offsets.
-type Buffers = (Vec<MaybeUninit<u8>>, Vec<usize>);
+/// The two buffers of a `PackedArgs`: bytes and parameters.
+type Buffers = (Vec<MaybeUninit<u8>>, Vec<Param>);
 
 thread_local! {
     static SPARE: Cell<Option<Buffers>> = const { Cell::new(None) };
@@ -28,14 +41,17 @@ thread_local! {
 impl PackedArgs {
     /// Room for `params` parameters of 8 bytes.
     pub fn with_capacity(params: usize) -> Self {
-        let (mut bytes, mut offsets) = SPARE
+        let (mut bytes, mut kinds) = SPARE
             .try_with(Cell::take)
             .ok()
             .flatten()
             .unwrap_or_default();
         bytes.reserve(params * 8);
-        offsets.reserve(params);
-        PackedArgs { bytes, offsets }
+        kinds.reserve(params);
+        PackedArgs {
+            bytes,
+            params: kinds,
+        }
     }
 
     /// Append a parameter: the `size` bytes at `value`, at the next multiple of `align` (a power
@@ -55,7 +71,11 @@ impl PackedArgs {
                 size,
             )
         };
-        self.offsets.push(offset);
+        self.params.push(Param {
+            offset,
+            size,
+            address: false,
+        });
     }
 
     /// Append a parameter holding `value`.
@@ -70,9 +90,17 @@ impl PackedArgs {
         }
     }
 
-    /// Append a 64-bit word: a device address or a slice length.
+    /// Append a 64-bit word that is not an address: a slice length or extent.
     pub fn push_word(&mut self, word: u64) {
         self.push(&word);
+    }
+
+    /// Append a device address (a 64-bit word; 0 for an empty slice).
+    pub fn push_address(&mut self, address: u64) {
+        self.push(&address);
+        if let Some(last) = self.params.last_mut() {
+            last.address = true;
+        }
     }
 
     /// The start of the buffer.
@@ -85,9 +113,9 @@ impl PackedArgs {
         self.bytes.len()
     }
 
-    /// Where each parameter starts in the buffer.
-    pub fn offsets(&self) -> &[usize] {
-        &self.offsets
+    /// Each parameter: where it starts, its size, and whether it is a device address.
+    pub fn params(&self) -> &[Param] {
+        &self.params
     }
 
     /// Parameter `index` as a `T`.
@@ -95,7 +123,7 @@ impl PackedArgs {
     /// # Safety
     /// The parameter was pushed from a valid `T`.
     pub unsafe fn read<T: Copy>(&self, index: usize) -> T {
-        let start = self.offsets[index];
+        let start = self.params[index].offset;
         let bytes = &self.bytes[start..start + size_of::<T>()];
         // SAFETY: `bytes` holds the bytes of a valid `T` (the contract), read without assuming
         // alignment.
@@ -106,7 +134,7 @@ impl PackedArgs {
     /// addresses are host addresses).
     ///
     /// # Safety
-    /// The parameter was pushed by `push_word`.
+    /// The parameter was pushed by `push_address`.
     pub unsafe fn host_pointer<T>(&self, index: usize) -> *mut T {
         // SAFETY: per the contract.
         unsafe { self.read::<u64>(index) as usize as *mut T }
@@ -118,11 +146,11 @@ impl Drop for PackedArgs {
         if self.bytes.capacity() > SPARE_BYTES {
             return;
         }
-        let (mut bytes, mut offsets) = (take(&mut self.bytes), take(&mut self.offsets));
+        let (mut bytes, mut params) = (take(&mut self.bytes), take(&mut self.params));
         bytes.clear();
-        offsets.clear();
+        params.clear();
         // During the thread's teardown there is no one left to reuse them.
-        let _ = SPARE.try_with(|spare| spare.set(Some((bytes, offsets))));
+        let _ = SPARE.try_with(|spare| spare.set(Some((bytes, params))));
     }
 }
 
@@ -141,10 +169,18 @@ mod tests {
         let padded = Padded { a: 7, b: -1.5 };
         let mut args = PackedArgs::with_capacity(4);
         args.push(&3u8);
-        args.push_word(0xdead_beef_0000);
+        args.push_address(0xdead_beef_0000);
         args.push(&padded);
         args.push(&2.5f32);
-        assert_eq!(args.offsets(), &[0, 8, 16, 32]);
+        let params: Vec<(usize, usize, bool)> = args
+            .params()
+            .iter()
+            .map(|p| (p.offset, p.size, p.address))
+            .collect();
+        assert_eq!(
+            params,
+            [(0, 1, false), (8, 8, true), (16, 16, false), (32, 4, false)]
+        );
         // The end of the last parameter, not a C struct's size (40, a multiple of its 8-byte
         // alignment): what liboffload's AMDGPU plugin copies into the kernarg segment.
         assert_eq!(args.size(), 36);

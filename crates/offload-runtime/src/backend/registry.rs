@@ -5,6 +5,7 @@ use crate::backend::cuda;
 use crate::backend::host;
 use crate::backend::interface::{Backend, BackendKind, Platform};
 use crate::backend::liboffload;
+use crate::backend::opencl;
 use crate::Result;
 use std::sync::Arc;
 
@@ -33,6 +34,11 @@ pub const PLUGINS: &[Plugin] = &[
     Plugin {
         name: "liboffload",
         discover: liboffload::discover,
+        gpu: true,
+    },
+    Plugin {
+        name: "OpenCL",
+        discover: opencl::discover,
         gpu: true,
     },
     Plugin {

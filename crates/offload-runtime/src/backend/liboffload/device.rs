@@ -1,6 +1,6 @@
 //! The plugin glue: one liboffload GPU behind [`Backend`], each instance with a queue of its own.
 
-use crate::backend::code::{Code, EntryHandle, ImageHandle};
+use crate::backend::code::{interned, Code, EntryHandle, ImageHandle};
 use crate::backend::interface::{
     Backend, BackendKind, DevicePtr, MemoryInfo, NativeQueue, Platform, QueueEvent,
 };
@@ -735,19 +735,6 @@ impl Drop for Shared {
             }
         }
     }
-}
-
-/// A kernel name that lives for the process, each distinct name stored once (the errors of
-/// launches name their kernel by `&'static str`).
-fn interned(name: &str) -> &'static str {
-    static NAMES: Mutex<Vec<&'static str>> = Mutex::new(Vec::new());
-    let mut names = NAMES.lock().unwrap_or_else(|p| p.into_inner());
-    if let Some(&known) = names.iter().find(|&&n| n == name) {
-        return known;
-    }
-    let leaked: &'static str = Box::leak(name.to_string().into_boxed_str());
-    names.push(leaked);
-    leaked
 }
 
 #[cfg(test)]
