@@ -3,11 +3,16 @@
 use offload::Device;
 use std::io::Write;
 
-/// The first GPU `offload::devices()` lists (through its preferred plugin: the CUDA plugin, or
-/// liboffload with `OFFLOAD_BACKEND=liboffload`), or `None` (after saying why) when the test must
+/// The default device when it is a GPU (the first GPU `offload::devices()` lists, through its
+/// preferred plugin; the first device of the plugin `OFFLOAD_BACKEND` names, such as an OpenCL
+/// CPU runtime with `OFFLOAD_BACKEND=opencl`), or `None` (after saying why) when the test must
 /// be skipped.
 pub fn gpu(test: &str) -> Option<Device> {
-    let reason = match offload::devices().iter().find(|d| d.is_gpu()) {
+    let reason = match offload::default_device()
+        .ok()
+        .filter(Device::is_gpu)
+        .as_ref()
+    {
         Some(_) if offload_examples::__OFFLOAD_IMAGES.images.is_empty() => format!(
             "no device images were built ({})",
             offload_examples::__OFFLOAD_IMAGES

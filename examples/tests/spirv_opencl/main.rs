@@ -1,42 +1,43 @@
-//! The example kernels' SPIR-V image (`OFFLOAD_SPIRV=1`) run by a real OpenCL runtime (Intel's
-//! OpenCL CPU runtime in CI: `scripts/install-spirv`), each result equal, bit for bit, to
-//! the host backend's for the same launch: thread ids, a struct by value, f32 arithmetic,
-//! sub-group (warp) operations, static and dynamic shared memory with the block barrier, integer
-//! and f32 atomics, checked multiplies (unsigned and signed, block tiles), and a kernel panic
-//! reported through the image's panic record.
+//! The example kernels' SPIR-V image (`OFFLOAD_SPIRV=1`) run through the runtime's OpenCL plugin
+//! (Intel's OpenCL CPU runtime in CI: `scripts/install-spirv`, with `OFFLOAD_BACKEND=opencl`,
+//! which offers CPU devices), each result equal, bit for bit, to the host backend's for the same
+//! launch: thread ids, a struct by value, f32 arithmetic, sub-group (warp) operations, static and
+//! dynamic shared memory with the block barrier, integer and f32 atomics, checked multiplies
+//! (unsigned and signed, block tiles), and a kernel panic reported through the image's panic
+//! record.
 //!
-//! Without the image or an OpenCL device that takes SPIR-V these tests print `SKIPPED` and pass;
-//! with `OFFLOAD_REQUIRE_OPENCL=1` (scripts/test, after installing the runtime) they fail.
+//! Without the image or an OpenCL device these tests print `SKIPPED` and pass; with
+//! `OFFLOAD_REQUIRE_OPENCL=1` (scripts/test, after installing the runtime) they fail.
 
-mod opencl;
-
-use offload::{Device, ImageFormat, Launch};
+use offload::{BackendKind, Device, Error, ImageFormat, Launch};
 use offload_examples::kernels::{self, atomics, block, views, warps, Grid2};
-use opencl::{bytes_of, Arg, OpenCl};
 use std::io::Write;
-use std::sync::{Mutex, OnceLock};
+use std::sync::OnceLock;
 
-/// The device with the image built, once per process (building the program takes seconds).
-fn device(test: &str) -> Option<&'static Mutex<OpenCl>> {
-    static DEVICE: OnceLock<Result<Mutex<OpenCl>, String>> = OnceLock::new();
-    let loaded = DEVICE.get_or_init(|| {
-        let image = offload_examples::__OFFLOAD_IMAGES
+/// The first device of the OpenCL plugin, or `None` (after saying why) when the test must be
+/// skipped.
+fn device(test: &str) -> Option<&'static Device> {
+    static DEVICE: OnceLock<Result<Device, String>> = OnceLock::new();
+    let found = DEVICE.get_or_init(|| {
+        if !offload_examples::__OFFLOAD_IMAGES
             .images
             .iter()
-            .find(|i| i.format == ImageFormat::Spirv)
-            .ok_or("no SPIR-V image (build with OFFLOAD_SPIRV=1)")?;
-        let started = std::time::Instant::now();
-        let cl = OpenCl::load(image.bytes)?;
-        eprintln!(
-            "built the SPIR-V image ({} bytes) for {} in {:.1} s",
-            image.bytes.len(),
-            cl.device_name,
-            started.elapsed().as_secs_f64()
-        );
-        Ok(Mutex::new(cl))
+            .any(|i| i.format == ImageFormat::Spirv)
+        {
+            return Err("no SPIR-V image (build with OFFLOAD_SPIRV=1)".to_string());
+        }
+        offload::devices_of(BackendKind::OpenCl)
+            .into_iter()
+            .next()
+            .ok_or_else(|| {
+                format!(
+                    "no OpenCL device ({}; CPU runtimes are offered with OFFLOAD_BACKEND=opencl)",
+                    offload::plugins_without_devices().join("; ")
+                )
+            })
     });
-    match loaded {
-        Ok(cl) => Some(cl),
+    match found {
+        Ok(device) => Some(device),
         Err(reason) => {
             assert!(
                 !std::env::var("OFFLOAD_REQUIRE_OPENCL").is_ok_and(|v| v == "1"),
@@ -53,44 +54,6 @@ fn host_launch(grid: u32, block: impl Into<offload::Dim3>) -> Launch<'static> {
     Launch::on(HOST.get_or_init(Device::host))
         .grid(grid)
         .block(block)
-}
-
-fn as_bytes<T: Copy>(v: &[T]) -> &[u8] {
-    // SAFETY: plain-data elements, read as bytes.
-    unsafe { std::slice::from_raw_parts(v.as_ptr().cast(), std::mem::size_of_val(v)) }
-}
-
-fn as_bytes_mut<T: Copy>(v: &mut [T]) -> &mut [u8] {
-    // SAFETY: plain-data elements (every bit pattern valid), written as bytes.
-    unsafe { std::slice::from_raw_parts_mut(v.as_mut_ptr().cast(), std::mem::size_of_val(v)) }
-}
-
-/// Device copies of slices for one launch: inputs uploaded, outputs downloaded after it.
-struct Buffers<'a> {
-    cl: &'a OpenCl,
-    outputs: Vec<(*mut std::ffi::c_void, &'a mut [u8])>,
-}
-
-impl<'a> Buffers<'a> {
-    fn new(cl: &'a OpenCl) -> Self {
-        Buffers {
-            cl,
-            outputs: Vec::new(),
-        }
-    }
-    fn input(&self, data: &[u8]) -> Arg<'static> {
-        Arg::Buffer(self.cl.upload(data).unwrap())
-    }
-    fn output(&mut self, data: &'a mut [u8]) -> Arg<'static> {
-        let ptr = self.cl.upload(data).unwrap();
-        self.outputs.push((ptr, data));
-        Arg::Buffer(ptr)
-    }
-    fn finish(self) {
-        for (ptr, data) in self.outputs {
-            self.cl.download(ptr, data).unwrap();
-        }
-    }
 }
 
 fn floats(n: usize, seed: u32) -> Vec<f32> {
@@ -117,41 +80,21 @@ fn saxpy_and_thread_ids_match_the_host_backend() {
     let Some(cl) = device("saxpy_and_thread_ids_match_the_host_backend") else {
         return;
     };
-    let cl = cl.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
     let (x, y0) = (floats(10_001, 1), floats(10_001, 2));
-    let n = x.len();
-    for (grid, block) in [(1usize, 1usize), (7, 96), (40, 256)] {
+    for (grid, block) in [(1u32, 1u32), (7, 96), (40, 256)] {
         let mut y = y0.clone();
-        let mut b = Buffers::new(&cl);
-        let args = [
-            Arg::Value(bytes_of(&1.75f32)),
-            b.input(as_bytes(&x)),
-            Arg::Value(bytes_of(&n)),
-            b.output(as_bytes_mut(&mut y)),
-            Arg::Value(bytes_of(&n)),
-        ];
-        cl.launch("saxpy", [grid, 1, 1], [block, 1, 1], 0, &args)
-            .unwrap();
-        b.finish();
+        let launch = Launch::on(cl).grid(grid).block(block);
+        kernels::saxpy::launch(launch, 1.75, &x, &mut y).unwrap();
         let mut want = y0.clone();
-        kernels::saxpy::launch(host_launch(grid as u32, block as u32), 1.75, &x, &mut want)
-            .unwrap();
+        kernels::saxpy::launch(host_launch(grid, block), 1.75, &x, &mut want).unwrap();
         assert!(same_bits(&y, &want), "saxpy, grid {grid} block {block}");
     }
 
     // 3D shapes: every thread's global id and the thread count, as on the host.
-    let (grid, block) = ([3usize, 2, 2], [4usize, 3, 2]);
     let threads = 12 * 24;
     let (mut ids, mut totals) = (vec![u32::MAX; threads], vec![0u32; threads]);
-    let mut b = Buffers::new(&cl);
-    let args = [
-        b.output(as_bytes_mut(&mut ids)),
-        Arg::Value(bytes_of(&threads)),
-        b.output(as_bytes_mut(&mut totals)),
-        Arg::Value(bytes_of(&threads)),
-    ];
-    cl.launch("thread_ids", grid, block, 0, &args).unwrap();
-    b.finish();
+    let launch = Launch::on(cl).grid((3, 2, 2)).block((4, 3, 2));
+    kernels::thread_ids::launch(launch, &mut ids, &mut totals).unwrap();
     let (mut want_ids, mut want_totals) = (vec![u32::MAX; threads], vec![0u32; threads]);
     let launch = host_launch(1, 1).grid((3, 2, 2)).block((4, 3, 2));
     kernels::thread_ids::launch(launch, &mut want_ids, &mut want_totals).unwrap();
@@ -164,26 +107,14 @@ fn a_struct_by_value_reaches_the_kernel() {
     let Some(cl) = device("a_struct_by_value_reaches_the_kernel") else {
         return;
     };
-    let cl = cl.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
     let grid = Grid2 {
         width: 97,
         height: 61,
         centre: 0.3,
     };
     let input = floats(97 * 61, 3);
-    let n = input.len();
-    let mut out = vec![0.0f32; n];
-    let mut b = Buffers::new(&cl);
-    let args = [
-        Arg::Value(bytes_of(&grid)),
-        b.input(as_bytes(&input)),
-        Arg::Value(bytes_of(&n)),
-        b.output(as_bytes_mut(&mut out)),
-        Arg::Value(bytes_of(&n)),
-    ];
-    cl.launch("stencil5", [13, 1, 1], [64, 1, 1], 0, &args)
-        .unwrap();
-    b.finish();
+    let mut out = vec![0.0f32; input.len()];
+    kernels::stencil5::launch(Launch::on(cl).grid(13).block(64), grid, &input, &mut out).unwrap();
     let mut want = vec![0.0f32; input.len()];
     kernels::stencil5::launch(host_launch(13, 64), grid, &input, &mut want).unwrap();
     assert!(same_bits(&out, &want));
@@ -194,31 +125,12 @@ fn warp_operations_match_the_host_backend() {
     let Some(cl) = device("warp_operations_match_the_host_backend") else {
         return;
     };
-    let cl = cl.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
     let values: Vec<i32> = (0..96).map(|i| (i * 37 % 200) - 100).collect();
-    let n = values.len();
     // Full warps, and warps where lanes 20.. returned before the warp operations.
-    let size = std::mem::size_of::<warps::WarpResults>();
     for live_lanes in [32u32, 20] {
-        // The results as bytes (the struct has padding, which is never read as a value).
-        let mut bytes = vec![0u8; values.len() * size];
-        let mut b = Buffers::new(&cl);
-        let args = [
-            Arg::Value(bytes_of(&live_lanes)),
-            b.input(as_bytes(&values)),
-            Arg::Value(bytes_of(&n)),
-            b.output(&mut bytes),
-            Arg::Value(bytes_of(&n)),
-        ];
-        cl.launch("warp_operations", [1, 1, 1], [96, 1, 1], 0, &args)
-            .unwrap();
-        b.finish();
-        let out: Vec<warps::WarpResults> = bytes
-            .chunks_exact(size)
-            // SAFETY: each chunk holds a WarpResults the kernel wrote (integers and floats:
-            // every bit pattern is valid).
-            .map(|c| unsafe { std::ptr::read_unaligned(c.as_ptr().cast()) })
-            .collect();
+        let mut out = vec![warps::WarpResults::default(); values.len()];
+        let launch = Launch::on(cl).grid(1).block(96);
+        warps::warp_operations::launch(launch, live_lanes, &values, &mut out).unwrap();
         let mut want = vec![warps::WarpResults::default(); values.len()];
         warps::warp_operations::launch(host_launch(1, 96), live_lanes, &values, &mut want).unwrap();
         for (i, (got, want)) in out.iter().zip(&want).enumerate() {
@@ -251,6 +163,15 @@ fn warp_operations_match_the_host_backend() {
             assert_eq!(&got, want, "thread {i}, {live_lanes} live lanes");
         }
     }
+    // Warp kernels run in sub-groups of 32 along x: another block width is refused, clearly.
+    let mut out = vec![warps::WarpResults::default(); values.len()];
+    let launch = Launch::on(cl).grid(1).block(48);
+    match warps::warp_operations::launch(launch, 32, &values, &mut out) {
+        Err(Error::InvalidLaunch { reason, .. }) => {
+            assert!(reason.contains("must be a multiple of 32"), "{reason}")
+        }
+        other => panic!("a block of 48 threads: {other:?}"),
+    }
 }
 
 #[test]
@@ -258,49 +179,25 @@ fn shared_memory_and_barriers_match_the_host_backend() {
     let Some(cl) = device("shared_memory_and_barriers_match_the_host_backend") else {
         return;
     };
-    let cl = cl.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
     let x = floats(3000, 4);
-    let n = x.len();
-    for (kernel, dynamic) in [
-        ("reverse_chunks", 0usize),
-        ("reverse_chunks_dynamic", 4 * 128),
-    ] {
-        let mut out = vec![f32::NAN; n];
-        let mut b = Buffers::new(&cl);
-        let args = [
-            b.input(as_bytes(&x)),
-            Arg::Value(bytes_of(&n)),
-            b.output(as_bytes_mut(&mut out)),
-            Arg::Value(bytes_of(&n)),
-        ];
-        cl.launch(kernel, [5, 1, 1], [128, 1, 1], dynamic, &args)
-            .unwrap();
-        b.finish();
+    for dynamic in [0u32, 4 * 128] {
+        let mut out = vec![f32::NAN; x.len()];
         let mut want = vec![f32::NAN; x.len()];
-        let launch = host_launch(5, 128).dynamic_shared(dynamic as u32);
+        let launch = Launch::on(cl).grid(5).block(128).dynamic_shared(dynamic);
+        let host = host_launch(5, 128).dynamic_shared(dynamic);
         if dynamic == 0 {
-            block::reverse_chunks::launch(launch, &x, &mut want).unwrap();
+            block::reverse_chunks::launch(launch, &x, &mut out).unwrap();
+            block::reverse_chunks::launch(host, &x, &mut want).unwrap();
         } else {
-            block::reverse_chunks_dynamic::launch(launch, &x, &mut want).unwrap();
+            block::reverse_chunks_dynamic::launch(launch, &x, &mut out).unwrap();
+            block::reverse_chunks_dynamic::launch(host, &x, &mut want).unwrap();
         }
-        assert!(same_bits(&out, &want), "{kernel}");
-        assert!(cl.take_panic_record().unwrap().flag == 0, "{kernel}");
+        assert!(same_bits(&out, &want), "dynamic shared memory {dynamic}");
     }
     // Even threads return before the barrier: OpenCL leaves that undefined, CUDA and the host
     // backend wait for the threads that have not returned. This runtime does the same.
     let mut out = vec![0u32; 128];
-    let mut b = Buffers::new(&cl);
-    let len = 128usize;
-    let args = [b.output(as_bytes_mut(&mut out)), Arg::Value(bytes_of(&len))];
-    cl.launch(
-        "barrier_after_early_return",
-        [2, 1, 1],
-        [64, 1, 1],
-        0,
-        &args,
-    )
-    .unwrap();
-    b.finish();
+    block::barrier_after_early_return::launch(Launch::on(cl).grid(2).block(64), &mut out).unwrap();
     let mut want = vec![0u32; 128];
     block::barrier_after_early_return::launch(host_launch(2, 64), &mut want).unwrap();
     assert_eq!(out, want);
@@ -311,23 +208,12 @@ fn atomics_match_the_host_backend() {
     let Some(cl) = device("atomics_match_the_host_backend") else {
         return;
     };
-    let cl = cl.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
     let values: Vec<f32> = floats(20_000, 5)
         .iter()
         .map(|v| (v + 10.0) / 20.0)
         .collect();
-    let (n, bin_count) = (values.len(), 37usize);
-    let mut bins = vec![0u32; bin_count];
-    let mut b = Buffers::new(&cl);
-    let args = [
-        b.input(as_bytes(&values)),
-        Arg::Value(bytes_of(&n)),
-        b.output(as_bytes_mut(&mut bins)),
-        Arg::Value(bytes_of(&bin_count)),
-    ];
-    cl.launch("histogram", [9, 1, 1], [128, 1, 1], 0, &args)
-        .unwrap();
-    b.finish();
+    let mut bins = vec![0u32; 37];
+    atomics::histogram::launch(Launch::on(cl).grid(9).block(128), &values, &mut bins).unwrap();
     let mut want = vec![0u32; 37];
     atomics::histogram::launch(host_launch(9, 128), &values, &mut want).unwrap();
     assert_eq!(bins, want);
@@ -342,7 +228,6 @@ fn checked_multiplies_match_the_host_backend() {
     let Some(cl) = device("checked_multiplies_match_the_host_backend") else {
         return;
     };
-    let cl = cl.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
     let magnitudes: [u64; 12] = [
         0,
         1,
@@ -367,22 +252,15 @@ fn checked_multiplies_match_the_host_backend() {
         .unzip();
     let n = a.len();
     let (mut unsigned, mut signed, mut overflows) = (vec![1u64; n], vec![1i64; n], vec![9u8; n]);
-    let mut buffers = Buffers::new(&cl);
-    let args = [
-        buffers.input(as_bytes(&a)),
-        Arg::Value(bytes_of(&n)),
-        buffers.input(as_bytes(&b)),
-        Arg::Value(bytes_of(&n)),
-        buffers.output(as_bytes_mut(&mut unsigned)),
-        Arg::Value(bytes_of(&n)),
-        buffers.output(as_bytes_mut(&mut signed)),
-        Arg::Value(bytes_of(&n)),
-        buffers.output(as_bytes_mut(&mut overflows)),
-        Arg::Value(bytes_of(&n)),
-    ];
-    cl.launch("checked_products", [5, 1, 1], [64, 1, 1], 0, &args)
-        .unwrap();
-    buffers.finish();
+    kernels::checked_products::launch(
+        Launch::on(cl).grid(5).block(64),
+        &a,
+        &b,
+        &mut unsigned,
+        &mut signed,
+        &mut overflows,
+    )
+    .unwrap();
     let (mut want_unsigned, mut want_signed, mut want_overflows) =
         (vec![1u64; n], vec![1i64; n], vec![9u8; n]);
     kernels::checked_products::launch(
@@ -413,29 +291,18 @@ fn block_tiles_match_the_host_backend() {
     let Some(cl) = device("block_tiles_match_the_host_backend") else {
         return;
     };
-    let cl = cl.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
     for (n, chunk, grid, block) in [
-        (1000usize, 256u32, 2usize, 32usize),
+        (1000usize, 256u32, 2u32, 32u32),
         (5000, 100, 7, 64),
         (77, 1024, 3, 128),
         (300, 1, 40, 8),
     ] {
         let x = floats(n, 7);
         let mut out = vec![f32::NAN; n];
-        let mut b = Buffers::new(&cl);
-        let args = [
-            Arg::Value(bytes_of(&chunk)),
-            b.input(as_bytes(&x)),
-            Arg::Value(bytes_of(&n)),
-            b.output(as_bytes_mut(&mut out)),
-            Arg::Value(bytes_of(&n)),
-        ];
-        cl.launch("reverse_tiles", [grid, 1, 1], [block, 1, 1], 0, &args)
-            .unwrap();
-        b.finish();
+        let launch = Launch::on(cl).grid(grid).block(block);
+        views::reverse_tiles::launch(launch, chunk, &x, &mut out).unwrap();
         let mut want = vec![f32::NAN; n];
-        views::reverse_tiles::launch(host_launch(grid as u32, block as u32), chunk, &x, &mut want)
-            .unwrap();
+        views::reverse_tiles::launch(host_launch(grid, block), chunk, &x, &mut want).unwrap();
         assert!(
             same_bits(&out, &want),
             "n {n} chunk {chunk} grid {grid} block {block}"
@@ -448,44 +315,22 @@ fn a_kernel_panic_is_recorded_and_the_device_stays_usable() {
     let Some(cl) = device("a_kernel_panic_is_recorded_and_the_device_stays_usable") else {
         return;
     };
-    let cl = cl.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
     let x = floats(1000, 6);
-    let n = x.len();
-    let mut out = vec![0.0f32; n];
+    let mut out = vec![0.0f32; x.len()];
     // No dynamic shared memory: every thread's slot is out of bounds, a panic in each.
-    let mut b = Buffers::new(&cl);
-    let args = [
-        b.input(as_bytes(&x)),
-        Arg::Value(bytes_of(&n)),
-        b.output(as_bytes_mut(&mut out)),
-        Arg::Value(bytes_of(&n)),
-    ];
-    cl.launch("reverse_chunks_dynamic", [3, 1, 1], [64, 1, 1], 0, &args)
-        .unwrap();
-    b.finish();
-    let record = cl.take_panic_record().unwrap();
-    let message = record.to_string();
-    assert!(
-        message.starts_with("panicked at src/kernels/block.rs:"),
-        "{message}"
-    );
-    assert!(
-        record.block.iter().all(|&b| b < 3) && record.thread[0] < 64,
-        "{message}"
-    );
+    let launch = Launch::on(cl).grid(3).block(64);
+    match block::reverse_chunks_dynamic::launch(launch, &x, &mut out) {
+        Err(Error::KernelFailed { message, .. }) => {
+            assert!(
+                message.contains("panicked at src/kernels/block.rs:"),
+                "{message}"
+            )
+        }
+        other => panic!("expected the kernel's panic, got {other:?}"),
+    }
     // The record was re-armed, and the next launch runs normally.
-    assert_eq!(cl.take_panic_record().unwrap().flag, 0);
-    let (mut y, ten, two) = (vec![1.0f32; 10], 10usize, 2.0f32);
-    let mut b = Buffers::new(&cl);
-    let args = [
-        Arg::Value(bytes_of(&two)),
-        b.input(as_bytes(&x[..10])),
-        Arg::Value(bytes_of(&ten)),
-        b.output(as_bytes_mut(&mut y)),
-        Arg::Value(bytes_of(&ten)),
-    ];
-    cl.launch("saxpy", [1, 1, 1], [32, 1, 1], 0, &args).unwrap();
-    b.finish();
+    let mut y = vec![1.0f32; 10];
+    kernels::saxpy::launch(Launch::on(cl).grid(1).block(32), 2.0, &x[..10], &mut y).unwrap();
     assert!(y.iter().zip(&x).all(|(y, x)| *y == 1.0 + 2.0 * x));
 }
 
@@ -500,45 +345,28 @@ mod properties {
         #[test]
         fn random_launches_match_the_host_backend(
             n in 0usize..4000,
-            grid in 1usize..40,
-            block in 1usize..300,
+            grid in 1u32..40,
+            block in 1u32..300,
             a in -4.0f32..4.0,
             seed in any::<u32>(),
         ) {
             let Some(cl) = device("random_launches_match_the_host_backend") else {
                 return Ok(());
             };
-            let cl = cl.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
             let (x, y0) = (floats(n, seed), floats(n, seed ^ 0x5555));
             let mut y = y0.clone();
-            let mut b = Buffers::new(&cl);
-            let args = [
-                Arg::Value(bytes_of(&a)),
-                b.input(as_bytes(&x)),
-                Arg::Value(bytes_of(&n)),
-                b.output(as_bytes_mut(&mut y)),
-                Arg::Value(bytes_of(&n)),
-            ];
-            cl.launch("saxpy", [grid, 1, 1], [block, 1, 1], 0, &args).unwrap();
-            b.finish();
+            kernels::saxpy::launch(Launch::on(cl).grid(grid).block(block), a, &x, &mut y).unwrap();
             let mut want = y0.clone();
-            kernels::saxpy::launch(host_launch(grid as u32, block as u32), a, &x, &mut want).unwrap();
+            kernels::saxpy::launch(host_launch(grid, block), a, &x, &mut want).unwrap();
             prop_assert!(same_bits(&y, &want), "saxpy n {} grid {} block {}", n, grid, block);
 
             let values: Vec<f32> = x.iter().map(|v| (v + 10.0) / 20.0).collect();
             let bin_count = 1 + seed as usize % 50;
             let mut bins = vec![0u32; bin_count];
-            let mut b = Buffers::new(&cl);
-            let args = [
-                b.input(as_bytes(&values)),
-                Arg::Value(bytes_of(&n)),
-                b.output(as_bytes_mut(&mut bins)),
-                Arg::Value(bytes_of(&bin_count)),
-            ];
-            cl.launch("histogram", [grid, 1, 1], [block, 1, 1], 0, &args).unwrap();
-            b.finish();
+            let launch = Launch::on(cl).grid(grid).block(block);
+            atomics::histogram::launch(launch, &values, &mut bins).unwrap();
             let mut want = vec![0u32; bin_count];
-            atomics::histogram::launch(host_launch(grid as u32, block as u32), &values, &mut want).unwrap();
+            atomics::histogram::launch(host_launch(grid, block), &values, &mut want).unwrap();
             prop_assert_eq!(bins, want);
         }
     }

@@ -218,6 +218,9 @@ fn name_of(status: Status) -> &'static str {
         -54 => " (CL_INVALID_WORK_GROUP_SIZE)",
         -55 => " (CL_INVALID_WORK_ITEM_SIZE)",
         -61 => " (CL_INVALID_BUFFER_SIZE)",
+        -1001 => {
+            " (CL_PLATFORM_NOT_FOUND_KHR: no OpenCL driver; OCL_ICD_VENDORS names where they are)"
+        }
         _ => "",
     }
 }
