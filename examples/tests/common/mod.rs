@@ -153,19 +153,35 @@ pub fn invalid_launches_are_errors_naming_the_limit(device: &Device) {
     let x = floats(100, 8);
     let mut y = floats(100, 9);
     let before = y.clone();
-    let cases: [(Launch<'_>, &str); 4] = [
+    // Shapes just past the device's limits (1024 threads per block and blocks of 1024 × 1024 ×
+    // 64 on NVIDIA GPUs).
+    let limits = device.limits();
+    let (wide, deep) = (limits.max_block.x + 1, limits.max_block.z + 1);
+    let x_extent = limits.max_block.x.min(limits.max_threads_per_block);
+    let rows = limits.max_threads_per_block / x_extent + 1;
+    let cases: [(Launch<'_>, String); 4] = [
         (
-            Launch::on(device).block(2048),
-            "block.x = 2048 exceeds the device limit 1024",
+            Launch::on(device).block(wide),
+            format!(
+                "block.x = {wide} exceeds the device limit {}",
+                limits.max_block.x
+            ),
         ),
         (
-            Launch::on(device).block((64, 32, 1)),
-            "2048 threads per block exceeds the device limit 1024",
+            Launch::on(device).block((x_extent, rows, 1)),
+            format!(
+                "{} threads per block exceeds the device limit {}",
+                x_extent * rows,
+                limits.max_threads_per_block
+            ),
         ),
-        (Launch::on(device).grid(0), "grid.x is 0"),
+        (Launch::on(device).grid(0), "grid.x is 0".to_string()),
         (
-            Launch::on(device).block((1, 1, 65)),
-            "block.z = 65 exceeds the device limit 64",
+            Launch::on(device).block((1, 1, deep)),
+            format!(
+                "block.z = {deep} exceeds the device limit {}",
+                limits.max_block.z
+            ),
         ),
     ];
     for (launch, expected) in cases {
