@@ -102,7 +102,7 @@ fn model(
 /// Whether `device` refuses a warp kernel in blocks of `block`: the OpenCL plugin runs warps as
 /// sub-groups of 32 along x, so there a block's x extent must be a multiple of 32.
 fn refuses_warp_block(device: &Device, block: Dim3) -> bool {
-    device.kind() == BackendKind::OpenCl && block.x % 32 != 0
+    device.kind() == BackendKind::OpenCl && !block.x.is_multiple_of(32)
 }
 
 /// `result` is the refusal [`refuses_warp_block`] describes.
