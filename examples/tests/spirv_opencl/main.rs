@@ -334,6 +334,64 @@ fn a_kernel_panic_is_recorded_and_the_device_stays_usable() {
     assert!(y.iter().zip(&x).all(|(y, x)| *y == 1.0 + 2.0 * x));
 }
 
+/// Without `OFFLOAD_BACKEND=opencl` an OpenCL CPU runtime is no device (a child process of this
+/// test without the variable lists the OpenCL devices and the default device); with it, it is
+/// the default device.
+#[test]
+fn a_cpu_runtime_is_a_device_only_when_asked_for() {
+    const CHILD: &str = "OFFLOAD_OPENCL_TEST_CHILD";
+    if std::env::var_os(CHILD).is_some() {
+        let names: Vec<String> = offload::devices_of(BackendKind::OpenCl)
+            .iter()
+            .map(|d| d.name().to_string())
+            .collect();
+        println!("OPENCL DEVICES {names:?}");
+        println!("DEFAULT {}", offload::default_device().unwrap().name());
+        println!("REASONS {}", offload::plugins_without_devices().join("; "));
+        return;
+    }
+    let Some(cl) = device("a_cpu_runtime_is_a_device_only_when_asked_for") else {
+        return;
+    };
+    if !cl.name().contains("(OpenCL CPU ") {
+        let _ = writeln!(
+            std::io::stderr(),
+            "SKIPPED: {} is no CPU runtime",
+            cl.name()
+        );
+        return;
+    }
+    if std::env::var("OFFLOAD_BACKEND").is_ok_and(|v| v == "opencl") {
+        assert_eq!(offload::default_device().unwrap().name(), cl.name());
+    }
+    let output = std::process::Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--exact",
+            "a_cpu_runtime_is_a_device_only_when_asked_for",
+            "--nocapture",
+        ])
+        .env(CHILD, "1")
+        .env_remove("OFFLOAD_BACKEND")
+        .env_remove("OFFLOAD_REQUIRE_GPU")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "{stdout}");
+    let line = |key: &str| {
+        stdout
+            .lines()
+            .find_map(|l| l.strip_prefix(key))
+            .unwrap_or_else(|| panic!("no {key} in {stdout}"))
+            .to_string()
+    };
+    assert!(!line("OPENCL DEVICES ").contains(cl.name()), "{stdout}");
+    assert_ne!(line("DEFAULT "), cl.name());
+    assert!(
+        line("REASONS ").contains("a CPU device, offered only with OFFLOAD_BACKEND=opencl"),
+        "{stdout}"
+    );
+}
+
 mod properties {
     use super::*;
     use proptest::prelude::*;

@@ -255,8 +255,16 @@ impl OpenClBackend {
             let uuid = sys::device_info(api, device, sys::DEVICE_UUID)
                 .ok()
                 .and_then(|b| <[u8; 16]>::try_from(b.as_slice()).ok());
+            let kind = match sys::device_number(api, device, sys::DEVICE_TYPE)? {
+                t if t & sys::DEVICE_TYPE_CPU != 0 => "CPU",
+                t if t & sys::DEVICE_TYPE_GPU != 0 => "GPU",
+                _ => "device",
+            };
             (
-                sys::device_string(api, device, sys::DEVICE_NAME)?,
+                format!(
+                    "{} (OpenCL {kind} {ordinal})",
+                    sys::device_string(api, device, sys::DEVICE_NAME)?
+                ),
                 limits,
                 sys::device_number(api, device, sys::DEVICE_GLOBAL_MEM_SIZE)? as usize,
                 sys::device_sizes(api, device, sys::DEVICE_SUB_GROUP_SIZES).unwrap_or_default(),
@@ -268,7 +276,7 @@ impl OpenClBackend {
             shared: Arc::new(Shared {
                 platform,
                 device,
-                name: format!("{name} (OpenCL {ordinal})"),
+                name,
                 ordinal,
                 uuid,
                 limits,

@@ -12,6 +12,7 @@ pub type Status = i32;
 
 pub const DEVICE_TYPE_ALL: u64 = 0xffff_ffff;
 pub const DEVICE_TYPE_CPU: u64 = 1 << 1;
+pub const DEVICE_TYPE_GPU: u64 = 1 << 2;
 
 pub const DEVICE_TYPE: u32 = 0x1000;
 pub const DEVICE_MAX_COMPUTE_UNITS: u32 = 0x1002;
