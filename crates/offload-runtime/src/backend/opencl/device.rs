@@ -392,6 +392,7 @@ impl Backend for OpenClBackend {
 
     /// OpenCL reports no free memory: the total less what this plugin has allocated.
     fn memory_info(&self) -> Result<MemoryInfo> {
+        self.live()?;
         let used: usize = self.allocations().values().sum();
         Ok(MemoryInfo {
             free: self.shared.total_memory.saturating_sub(used),
