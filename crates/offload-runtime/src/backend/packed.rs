@@ -41,16 +41,16 @@ thread_local! {
 impl PackedArgs {
     /// Room for `params` parameters of 8 bytes.
     pub fn with_capacity(params: usize) -> Self {
-        let (mut bytes, mut kinds) = SPARE
+        let (mut bytes, mut list) = SPARE
             .try_with(Cell::take)
             .ok()
             .flatten()
             .unwrap_or_default();
         bytes.reserve(params * 8);
-        kinds.reserve(params);
+        list.reserve(params);
         PackedArgs {
             bytes,
-            params: kinds,
+            params: list,
         }
     }
 
