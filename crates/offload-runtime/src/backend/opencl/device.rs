@@ -339,11 +339,6 @@ impl OpenClBackend {
             .unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Whether the device runs sub-groups `width` lanes wide.
-    fn runs_sub_groups_of(&self, width: u32) -> bool {
-        self.shared.sub_group_sizes.contains(&(width as usize))
-    }
-
     /// A blocking USM copy of `bytes` bytes.
     ///
     /// # Safety
@@ -541,9 +536,12 @@ impl Backend for OpenClBackend {
             )
         }
         .map_err(|e| {
+            let sizes = &self.shared.sub_group_sizes;
             let unmet: Vec<&str> = sub_groups
                 .iter()
-                .filter(|(_, width)| !self.runs_sub_groups_of(*width))
+                .filter(|&(name, width)| {
+                    program::unmet_sub_group(name, Some(*width), sizes).is_some()
+                })
                 .map(|(name, _)| name.as_str())
                 .collect();
             let note = if unmet.is_empty() {
@@ -582,12 +580,8 @@ impl Backend for OpenClBackend {
             .iter()
             .find(|(kernel, _)| kernel == name)
             .map(|&(_, width)| width);
-        if let Some(width) = sub_group.filter(|&w| !self.runs_sub_groups_of(w)) {
-            return Err(failed(format!(
-                "`{name}` uses warp operations, which need sub-groups of {width} lanes; this \
-                 device runs sub-groups of {:?} lanes",
-                self.shared.sub_group_sizes
-            )));
+        if let Some(why) = program::unmet_sub_group(name, sub_group, &self.shared.sub_group_sizes) {
+            return Err(failed(why));
         }
         let c_name = CString::new(name).map_err(|e| failed(e.to_string()))?;
         let mut status = 0;
@@ -681,14 +675,8 @@ impl Backend for OpenClBackend {
             device: self.shared.name.clone(),
             reason,
         };
-        if let Some(width) = entry.sub_group {
-            if shape.block.x % width != 0 {
-                return Err(invalid(format!(
-                    "a warp kernel runs in OpenCL sub-groups of {width} lanes along x: its block's \
-                     x extent ({}) must be a multiple of {width}",
-                    shape.block.x
-                )));
-            }
+        if let Some(why) = program::unfit_block(entry.sub_group, shape.block.x) {
+            return Err(invalid(why));
         }
         let api = self.api();
         let set = |index: usize, status: sys::Status| {

@@ -109,6 +109,35 @@ pub fn required_sub_group_sizes(spirv: &[u8]) -> Vec<(String, u32)> {
         .collect()
 }
 
+/// Why kernel `name`, which requires sub-groups `required` lanes wide (offload's warp kernels:
+/// 32), cannot run on a device whose sub-groups are `device_sizes` wide; `None` when it can.
+pub fn unmet_sub_group(
+    name: &str,
+    required: Option<u32>,
+    device_sizes: &[usize],
+) -> Option<String> {
+    let width = required?;
+    (!device_sizes.contains(&(width as usize))).then(|| {
+        format!(
+            "`{name}` uses warp operations, which need sub-groups of {width} lanes; this device \
+             runs sub-groups of {device_sizes:?} lanes"
+        )
+    })
+}
+
+/// Why a kernel that requires sub-groups `required` lanes wide cannot run in blocks `block_x`
+/// threads wide; `None` when it can. OpenCL forms sub-groups along x, so a warp (a sub-group)
+/// spans rows of a block only when the rows are whole sub-groups.
+pub fn unfit_block(required: Option<u32>, block_x: u32) -> Option<String> {
+    let width = required?;
+    (block_x % width != 0).then(|| {
+        format!(
+            "a warp kernel runs in OpenCL sub-groups of {width} lanes along x: its block's x \
+             extent ({block_x}) must be a multiple of {width}"
+        )
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -154,6 +183,22 @@ mod tests {
         );
         // A truncated module: what was read before the fault.
         assert!(required_sub_group_sizes(&spirv[..30]).is_empty());
+    }
+
+    #[test]
+    fn warp_kernels_need_sub_groups_of_their_width_and_blocks_of_whole_sub_groups() {
+        assert_eq!(unmet_sub_group("saxpy", None, &[8, 16]), None);
+        assert_eq!(unmet_sub_group("dot", Some(32), &[8, 16, 32]), None);
+        assert_eq!(
+            unmet_sub_group("dot", Some(32), &[8, 16]).unwrap(),
+            "`dot` uses warp operations, which need sub-groups of 32 lanes; this device runs \
+             sub-groups of [8, 16] lanes"
+        );
+        assert_eq!(unfit_block(None, 48), None);
+        assert_eq!(unfit_block(Some(32), 96), None);
+        assert!(unfit_block(Some(32), 48)
+            .unwrap()
+            .ends_with("its block's x extent (48) must be a multiple of 32"));
     }
 
     #[test]
