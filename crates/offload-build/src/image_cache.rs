@@ -10,8 +10,9 @@
 //! `ld.lld`, the SPIR-V pass's compiler), the contents of the kernel sources, of `offload` and the
 //! crates it re-exports, of offload-build itself and of the `Cargo.lock` the device build starts
 //! from. An entry also lists every file the nested builds' dep-info names (an `include_str!`
-//! target, a `#[path]` module elsewhere) with its content hash; a lookup re-hashes them and
-//! misses on any difference. `OFFLOAD_IMAGE_CACHE=0` turns the cache off.
+//! target, a `#[path]` module elsewhere) with its content hash, and the value of every
+//! environment variable rustc's dep-info says the compilation read (`env!`); a lookup re-checks
+//! them and misses on any difference. `OFFLOAD_IMAGE_CACHE=0` turns the cache off.
 //!
 //! Warnings the pass printed while building an entry (a missing `spirv-val`, say) are not
 //! repeated on a hit.
@@ -241,6 +242,12 @@ pub(crate) fn lookup(root: &Path, key: &Key, images_dir: &Path) -> Option<Hit> {
             return None;
         }
     }
+    for line in fs::read_to_string(entry.join("env")).ok()?.lines() {
+        let (name, value) = line.split_once(' ')?;
+        if env_value(name) != value {
+            return None;
+        }
+    }
     let mut images = Vec::new();
     for line in fs::read_to_string(entry.join("images")).ok()?.lines() {
         let mut fields = line.splitn(3, ' ');
@@ -270,14 +277,19 @@ pub(crate) fn lookup(root: &Path, key: &Key, images_dir: &Path) -> Option<Hit> {
     Some((images, kernels))
 }
 
-/// Stores a pass's images under `key`, replacing an entry whose inputs went stale. `inputs`: the
-/// files to re-check on lookup.
+/// A variable's value as an entry records it (one line).
+fn env_value(name: &str) -> String {
+    format!("{:?}", std::env::var_os(name))
+}
+
+/// Stores a pass's images under `key`, replacing an entry whose inputs went stale. `inputs`: what
+/// to re-check on lookup.
 pub(crate) fn store(
     root: &Path,
     key: &Key,
     images: &[ImageFile],
     kernels: &[String],
-    inputs: &[PathBuf],
+    inputs: &Inputs,
 ) -> Result<(), String> {
     let entry = root.join(&key.hex);
     let staging = root.join(format!("{}.{}.tmp", key.hex, std::process::id()));
@@ -295,7 +307,7 @@ pub(crate) fn store(
         listing.push_str(&format!("{} {} {file}\n", image.kind.name(), image.arch));
     }
     let mut checked = String::new();
-    for input in inputs {
+    for input in &inputs.files {
         let hash = content_hash(input).map_err(|e| io(&input.display().to_string(), e))?;
         let path = input
             .to_str()
@@ -303,11 +315,17 @@ pub(crate) fn store(
             .ok_or_else(|| format!("{}: not a storable path", input.display()))?;
         checked.push_str(&format!("{hash} {path}\n"));
     }
+    let env: String = inputs
+        .env
+        .iter()
+        .map(|name| format!("{name} {}\n", env_value(name)))
+        .collect();
     let kernels: String = kernels.iter().map(|k| format!("{k}\n")).collect();
     for (name, text) in [
         ("images", &listing),
         ("kernels", &kernels),
         ("inputs", &checked),
+        ("env", &env),
         ("key.txt", &key.text),
     ] {
         fs::write(staging.join(name), text).map_err(|e| io(name, e))?;
@@ -320,46 +338,60 @@ pub(crate) fn store(
     Ok(())
 }
 
-/// The files the nested builds under `target_root` read, from cargo's dep-info
+/// What the nested builds read besides the key's inputs.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub(crate) struct Inputs {
+    /// Files, re-hashed on lookup.
+    pub files: Vec<PathBuf>,
+    /// Environment variables (`env!`, `option_env!`), compared on lookup.
+    pub env: Vec<String>,
+}
+
+/// What the nested builds under `target_root` read, from their dep-info: files from cargo's
 /// (`<target_root>/<dir>/<triple>/release/*.d`), less those under `generated` (the device crate
-/// written from the key's inputs) and the sysroot's (named by the toolchain in the key).
-pub(crate) fn dep_info_inputs(
-    target_root: &Path,
-    generated: &Path,
-    sysroot: &Path,
-) -> Vec<PathBuf> {
-    let mut inputs: Vec<PathBuf> = Vec::new();
+/// written from the key's inputs) and `sysroot` (named by the toolchain in the key); variables
+/// from rustc's (`release/deps/*.d`, `# env-dep:NAME=value`), less cargo's own `CARGO_*`, which
+/// the nested cargo sets from the generated crate.
+pub(crate) fn dep_info_inputs(target_root: &Path, generated: &Path, sysroot: &Path) -> Inputs {
+    let mut inputs = Inputs::default();
     let dirs = |d: &Path| -> Vec<PathBuf> {
         fs::read_dir(d)
-            .map(|it| {
-                it.flatten()
-                    .map(|e| e.path())
-                    .filter(|p| p.is_dir())
-                    .collect()
-            })
+            .map(|it| it.flatten().map(|e| e.path()).collect())
             .unwrap_or_default()
+    };
+    let dep_infos = |d: &Path| -> Vec<String> {
+        dirs(d)
+            .into_iter()
+            .filter(|p| p.extension().is_some_and(|e| e == "d"))
+            .filter_map(|p| fs::read_to_string(p).ok())
+            .collect()
     };
     for build in dirs(target_root) {
         for triple in dirs(&build) {
-            let Ok(entries) = fs::read_dir(triple.join("release")) else {
-                continue;
-            };
-            for d in entries.flatten().map(|e| e.path()) {
-                if d.extension().is_some_and(|e| e == "d") {
-                    let text = fs::read_to_string(&d).unwrap_or_default();
-                    for p in parse_dep_info(&text) {
-                        if !p.starts_with(generated)
-                            && !p.starts_with(sysroot)
-                            && !inputs.contains(&p)
-                        {
-                            inputs.push(p);
+            let release = triple.join("release");
+            for text in dep_infos(&release) {
+                for p in parse_dep_info(&text) {
+                    if !p.starts_with(generated) && !p.starts_with(sysroot) {
+                        inputs.files.push(p);
+                    }
+                }
+            }
+            for text in dep_infos(&release.join("deps")) {
+                for line in text.lines() {
+                    if let Some(dep) = line.strip_prefix("# env-dep:") {
+                        let name = dep.split('=').next().unwrap_or(dep);
+                        if !name.starts_with("CARGO_") {
+                            inputs.env.push(name.to_string());
                         }
                     }
                 }
             }
         }
     }
-    inputs.sort();
+    inputs.files.sort();
+    inputs.files.dedup();
+    inputs.env.sort();
+    inputs.env.dedup();
     inputs
 }
 
@@ -498,16 +530,13 @@ mod tests {
             },
         ];
         let kernels = vec!["saxpy".to_string()];
+        let inputs = Inputs {
+            files: vec![included.clone()],
+            env: vec!["OFFLOAD_IMAGE_CACHE_TEST_UNSET".to_string()],
+        };
         let key = key_of(&src, "sm_90");
         assert!(lookup(&root, &key, &images_dir).is_none(), "empty cache");
-        store(
-            &root,
-            &key,
-            &images,
-            &kernels,
-            std::slice::from_ref(&included),
-        )
-        .unwrap();
+        store(&root, &key, &images, &kernels, &inputs).unwrap();
 
         let (hit, hit_kernels) = lookup(&root, &key, &images_dir).expect("a hit");
         assert_eq!(hit_kernels, kernels);
@@ -517,6 +546,14 @@ mod tests {
         assert_eq!(hit[0].path, images_dir.join("kernels.sm_90.ptx"));
         assert_eq!(fs::read(&hit[1].path).unwrap(), [0x7fu8, b'E', b'L', b'F']);
 
+        // A variable the compilation read that now has another value: a miss.
+        let env_file = root.join(&key.hex).join("env");
+        let recorded = fs::read_to_string(&env_file).unwrap();
+        assert_eq!(recorded, "OFFLOAD_IMAGE_CACHE_TEST_UNSET None\n");
+        fs::write(&env_file, "OFFLOAD_IMAGE_CACHE_TEST_UNSET Some(\"x\")\n").unwrap();
+        assert!(lookup(&root, &key, &images_dir).is_none());
+        fs::write(&env_file, recorded).unwrap();
+        assert!(lookup(&root, &key, &images_dir).is_some());
         // A changed source is a new key: a miss.
         fs::write(&src, "kernel v2").unwrap();
         assert!(lookup(&root, &key_of(&src, "sm_90"), &images_dir).is_none());
@@ -524,14 +561,7 @@ mod tests {
         fs::write(&included, [9u8]).unwrap();
         assert!(lookup(&root, &key, &images_dir).is_none());
         // Storing again replaces the stale entry.
-        store(
-            &root,
-            &key,
-            &images,
-            &kernels,
-            std::slice::from_ref(&included),
-        )
-        .unwrap();
+        store(&root, &key, &images, &kernels, &inputs).unwrap();
         assert!(lookup(&root, &key, &images_dir).is_some());
         fs::remove_file(&included).unwrap();
         assert!(
@@ -558,7 +588,12 @@ mod tests {
     fn dep_info_inputs_skip_generated_and_sysroot() {
         let dir = temp("depinfo");
         let release = dir.join("target/sm_90/nvptx64-nvidia-cuda/release");
-        fs::create_dir_all(&release).unwrap();
+        fs::create_dir_all(release.join("deps")).unwrap();
+        fs::write(
+            release.join("deps/k-1.d"),
+            "/x/k.rlib: /src/kernels.rs\n\n# env-dep:KERNEL_TABLE=big\n# env-dep:CARGO_PKG_NAME=k\n# env-dep:UNSET_ONE\n",
+        )
+        .unwrap();
         fs::write(
             release.join("k.d"),
             format!(
@@ -569,12 +604,13 @@ mod tests {
         .unwrap();
         let inputs = dep_info_inputs(&dir.join("target"), &dir.join("gen"), Path::new("/sys"));
         assert_eq!(
-            inputs,
+            inputs.files,
             [
                 PathBuf::from("/src/kernels.rs"),
                 PathBuf::from("/src/table.bin")
             ]
         );
+        assert_eq!(inputs.env, ["KERNEL_TABLE", "UNSET_ONE"]);
         fs::remove_dir_all(&dir).unwrap();
     }
 
