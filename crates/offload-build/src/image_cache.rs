@@ -191,11 +191,15 @@ pub(crate) fn pass_key(p: &PassInputs<'_>) -> Result<Key, String> {
     // offload-build itself, as compiled into this build script (cargo rebuilds the script when
     // these change, before running it).
     k.value("offload-build", env!("CARGO_PKG_VERSION"));
-    k.path(
-        "offload-build src",
-        &Path::new(env!("CARGO_MANIFEST_DIR")).join("src"),
-    )
-    .map_err(|e| format!("offload-build's sources: {e}"))?;
+    let own = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    if !own.is_dir() {
+        return Err(format!(
+            "offload-build's sources are gone from {}",
+            own.display()
+        ));
+    }
+    k.path("offload-build src", &own)
+        .map_err(|e| format!("offload-build's sources: {e}"))?;
     for (i, s) in p.sources.iter().enumerate() {
         k.path(&format!("source {i}"), s)
             .map_err(|e| format!("{}: {e}", s.display()))?;
@@ -219,12 +223,22 @@ pub(crate) fn enabled(value: Option<&str>) -> bool {
 }
 
 /// The cache directory of the target dir that holds `out_dir`: the first ancestor with cargo's
-/// `CACHEDIR.TAG`, else the parent of the profile directory (`<target>/<profile>/build/<pkg>/out`).
+/// `CACHEDIR.TAG`, else the parent of the profile directory when `out_dir` has cargo's layout
+/// (`<target>/<profile>/build/<pkg>/out`); else none.
 pub(crate) fn root(out_dir: &Path) -> Option<PathBuf> {
-    let target = out_dir
+    let target = match out_dir
         .ancestors()
         .find(|d| d.join("CACHEDIR.TAG").is_file())
-        .or_else(|| out_dir.ancestors().nth(4))?;
+    {
+        Some(tagged) => tagged,
+        None => {
+            let build = out_dir.ancestors().nth(2)?;
+            if build.file_name()? != "build" {
+                return None;
+            }
+            build.parent()?.parent()?
+        }
+    };
     Some(target.join("offload-image-cache"))
 }
 
@@ -624,5 +638,7 @@ mod tests {
             root(Path::new("/nonexistent/t/release/build/k-1/out")),
             Some(PathBuf::from("/nonexistent/t/offload-image-cache"))
         );
+        assert_eq!(root(Path::new("/nonexistent/t/release/k-1/out")), None);
+        assert_eq!(root(Path::new("/out")), None);
     }
 }

@@ -709,7 +709,17 @@ fn device_pass(
             kernels.push(name);
         }
     }
-    if let Some((root, key)) = &cache {
+    // Not an image set a warning above left incomplete (an AMD architecture whose `core` did
+    // not build, say): the next build should try again.
+    let expected = archs.cuda.len() * (1 + usize::from(ptxas.is_some()))
+        + usize::from(flag("OFFLOAD_SPIRV"))
+        + archs.amdgpu.len();
+    if images.len() != expected {
+        println!(
+            "offload: image cache: not stored: {} images where {expected} were asked for",
+            images.len()
+        );
+    } else if let Some((root, key)) = &cache {
         let inputs = image_cache::dep_info_inputs(
             &gen.join("target"),
             &gen,
