@@ -20,6 +20,8 @@
 //! - `OFFLOAD_AMDGPU_ARCH`: comma list of AMD GPU architectures, ahead of the build script's
 //!   (default `gfx90a,gfx942,gfx1100`); `none` builds no AMD image. `core` for each is built once
 //!   per toolchain into `$XDG_CACHE_HOME/offload/core` (else `~/.cache/offload/core`).
+//!   `OFFLOAD_AMDGPU_ARCH_<PACKAGE>` (the package name in upper case, `_` for `-`, such as
+//!   `OFFLOAD_AMDGPU_ARCH_OFFLOAD_EXAMPLES`) does the same for one package, ahead of it.
 //! - `OFFLOAD_DISABLE_DEVICE=1`: skip the device pass.
 //! - `OFFLOAD_DEVICE_RUSTC`: the device rustc (needs rust-src); `OFFLOAD_DEVICE_TOOLCHAIN`: the
 //!   rustup toolchain to use instead (default `nightly`, then Debian's `/usr/bin/rustc`).
@@ -262,11 +264,14 @@ impl Kernels {
             println!("cargo::rerun-if-changed={}", p.display());
         }
         let archs = self.archs();
-        let amdgpu_archs = amdgpu::archs(
-            env::var("OFFLOAD_AMDGPU_ARCH").ok().as_deref(),
-            &self.amdgpu_archs,
-        )
-        .unwrap_or_else(|e| panic!("offload-build: {e}"));
+        let package_var = amdgpu::package_var(&env::var("CARGO_PKG_NAME").unwrap_or_default());
+        println!("cargo::rerun-if-env-changed={package_var}");
+        let amdgpu_var = [package_var.as_str(), "OFFLOAD_AMDGPU_ARCH"]
+            .into_iter()
+            .find(|v| env::var_os(v).is_some())
+            .unwrap_or("OFFLOAD_AMDGPU_ARCH");
+        let amdgpu_archs = amdgpu::archs(env::var(amdgpu_var).ok().as_deref(), &self.amdgpu_archs)
+            .unwrap_or_else(|e| panic!("offload-build: {amdgpu_var}: {e}"));
 
         let toolchain = if flag("OFFLOAD_DISABLE_DEVICE") {
             Err((
