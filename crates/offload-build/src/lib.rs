@@ -754,7 +754,10 @@ fn image_cache_entry(
         println!("offload: image cache off (OFFLOAD_IMAGE_CACHE)");
         return None;
     }
-    let root = image_cache::root(out_dir)?;
+    let Some(root) = image_cache::root(out_dir) else {
+        println!("offload: image cache off: OUT_DIR is in no cargo target directory");
+        return None;
+    };
     let mut sources = kernel_sources(kernels_file);
     sources.extend(modules.iter().cloned());
     sources.extend(offload_sources(offload_root));
