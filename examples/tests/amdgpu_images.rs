@@ -7,7 +7,8 @@
 //!
 //! Without device images or without the LLVM tools these tests print `SKIPPED` and pass, unless
 //! `OFFLOAD_REQUIRE_DEVICE_BUILD=1` (scripts/test), which also requires an image for each of
-//! `OFFLOAD_AMDGPU_ARCH`'s architectures (default: offload-build's three).
+//! the architectures of `OFFLOAD_AMDGPU_ARCH_OFFLOAD_EXAMPLES`, else of `OFFLOAD_AMDGPU_ARCH`
+//! (default: offload-build's three).
 
 use offload::half::f16;
 use offload::{DeviceImage, ImageFormat, ImageSet};
@@ -32,7 +33,9 @@ fn skip(test: &str, why: &str) {
 
 /// The architectures the build was asked for.
 fn archs() -> Vec<String> {
-    match std::env::var("OFFLOAD_AMDGPU_ARCH") {
+    let var = std::env::var("OFFLOAD_AMDGPU_ARCH_OFFLOAD_EXAMPLES")
+        .or_else(|_| std::env::var("OFFLOAD_AMDGPU_ARCH"));
+    match var {
         Ok(list) if list.trim() == "none" => Vec::new(),
         Ok(list) if !list.trim().is_empty() => {
             list.split(',').map(|a| a.trim().to_string()).collect()

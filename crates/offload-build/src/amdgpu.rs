@@ -43,8 +43,19 @@ pub(crate) fn checked_arch(arch: &str) -> Result<String, String> {
     }
 }
 
-/// The architectures to build: `OFFLOAD_AMDGPU_ARCH` when set (a comma list; `none` builds no AMD
-/// image), else the build script's ([`crate::Kernels::amdgpu_arch`]), else [`DEFAULT_ARCHS`].
+/// The variable that sets one package's architectures ahead of `OFFLOAD_AMDGPU_ARCH`:
+/// `OFFLOAD_AMDGPU_ARCH_` and the package name in upper case with `_` for `-`
+/// (`OFFLOAD_AMDGPU_ARCH_OFFLOAD_EXAMPLES`).
+pub(crate) fn package_var(package: &str) -> String {
+    format!(
+        "OFFLOAD_AMDGPU_ARCH_{}",
+        package.to_ascii_uppercase().replace('-', "_")
+    )
+}
+
+/// The architectures to build: `from_env` (the package's variable, else `OFFLOAD_AMDGPU_ARCH`)
+/// when set (a comma list; `none` builds no AMD image), else the build script's
+/// ([`crate::Kernels::amdgpu_arch`]), else [`DEFAULT_ARCHS`].
 pub(crate) fn archs(
     from_env: Option<&str>,
     from_builder: &[String],
@@ -55,7 +66,7 @@ pub(crate) fn archs(
             .split(',')
             .map(str::trim)
             .filter(|a| !a.is_empty())
-            .map(|a| checked_arch(a).map_err(|e| format!("OFFLOAD_AMDGPU_ARCH: {e}")))
+            .map(checked_arch)
             .collect::<Result<_, _>>()?,
         _ if !from_builder.is_empty() => from_builder.to_vec(),
         _ => DEFAULT_ARCHS.iter().map(|a| a.to_string()).collect(),
@@ -336,6 +347,10 @@ mod tests {
         assert_eq!(
             archs(Some(" gfx942 ,gfx90a,gfx942"), &["gfx1100".into()]).unwrap(),
             ["gfx942", "gfx90a"]
+        );
+        assert_eq!(
+            package_var("offload-examples"),
+            "OFFLOAD_AMDGPU_ARCH_OFFLOAD_EXAMPLES"
         );
         let e = archs(Some("gfx942,sm_90"), &[]).unwrap_err();
         assert!(e.contains("`sm_90` is not an AMD GPU architecture"), "{e}");

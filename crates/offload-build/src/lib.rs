@@ -20,6 +20,8 @@
 //! - `OFFLOAD_AMDGPU_ARCH`: comma list of AMD GPU architectures, ahead of the build script's
 //!   (default `gfx90a,gfx942,gfx1100`); `none` builds no AMD image. `core` for each is built once
 //!   per toolchain into `$XDG_CACHE_HOME/offload/core` (else `~/.cache/offload/core`).
+//!   `OFFLOAD_AMDGPU_ARCH_<PACKAGE>` (the package name in upper case, `_` for `-`, such as
+//!   `OFFLOAD_AMDGPU_ARCH_OFFLOAD_EXAMPLES`) does the same for one package, ahead of it.
 //! - `OFFLOAD_DISABLE_DEVICE=1`: skip the device pass.
 //! - `OFFLOAD_DEVICE_RUSTC`: the device rustc (needs rust-src); `OFFLOAD_DEVICE_TOOLCHAIN`: the
 //!   rustup toolchain to use instead (default `nightly`, then Debian's `/usr/bin/rustc`).
@@ -29,6 +31,9 @@
 //! - `OFFLOAD_SPIRV=1`: also build a SPIR-V image for OpenCL devices such as Intel GPUs (see
 //!   `spirv`); `OFFLOAD_SPIRV_CXX` the C++ compiler for its LLVM pass, `OFFLOAD_SPIRV_VAL` the
 //!   `spirv-val` that checks it.
+//! - `OFFLOAD_IMAGE_CACHE=0`: do not reuse images from `<target>/offload-image-cache`, where
+//!   every build of the target directory (`cargo test`, then `cargo clippy`, say) finds those of
+//!   the others (see `image_cache`).
 // The crate example is a whole build script, `fn main` included, as the README shows it.
 #![allow(clippy::needless_doctest_main)]
 
@@ -37,6 +42,7 @@ mod amdgpu_link;
 mod child_env;
 mod core_cache;
 pub mod hsa_code_object;
+mod image_cache;
 pub mod image_record;
 mod images;
 pub mod install_hints;
@@ -75,6 +81,7 @@ const WATCHED_ENV: &[&str] = &[
     "OFFLOAD_SPIRV",
     "OFFLOAD_SPIRV_CXX",
     "OFFLOAD_SPIRV_VAL",
+    "OFFLOAD_IMAGE_CACHE",
 ];
 
 /// Package name of the generated device crate; its PTX is named after it.
@@ -257,11 +264,14 @@ impl Kernels {
             println!("cargo::rerun-if-changed={}", p.display());
         }
         let archs = self.archs();
-        let amdgpu_archs = amdgpu::archs(
-            env::var("OFFLOAD_AMDGPU_ARCH").ok().as_deref(),
-            &self.amdgpu_archs,
-        )
-        .unwrap_or_else(|e| panic!("offload-build: {e}"));
+        let package_var = amdgpu::package_var(&env::var("CARGO_PKG_NAME").unwrap_or_default());
+        println!("cargo::rerun-if-env-changed={package_var}");
+        let amdgpu_var = [package_var.as_str(), "OFFLOAD_AMDGPU_ARCH"]
+            .into_iter()
+            .find(|v| env::var_os(v).is_some())
+            .unwrap_or("OFFLOAD_AMDGPU_ARCH");
+        let amdgpu_archs = amdgpu::archs(env::var(amdgpu_var).ok().as_deref(), &self.amdgpu_archs)
+            .unwrap_or_else(|e| panic!("offload-build: {amdgpu_var}: {e}"));
 
         let toolchain = if flag("OFFLOAD_DISABLE_DEVICE") {
             Err((
@@ -572,6 +582,25 @@ fn device_pass(
     fs::create_dir_all(&images_dir)
         .unwrap_or_else(|e| panic!("offload-build: cannot create {}: {e}", images_dir.display()));
     let cargo = env::var_os("CARGO").map_or_else(|| PathBuf::from("cargo"), PathBuf::from);
+    let cache = image_cache_entry(
+        tc,
+        kernels,
+        &cargo,
+        ptxas.as_deref(),
+        kernels_file,
+        offload_root,
+        manifest_dir,
+        &modules,
+        out_dir,
+        archs,
+    );
+    if let Some((root, key)) = &cache {
+        if let Some((images, kernels)) = image_cache::lookup(root, key, &images_dir) {
+            println!("offload: image cache hit {} ({})", key.hex, root.display());
+            return write_images(out_dir, images, kernels, None);
+        }
+        println!("offload: image cache miss {} ({})", key.hex, root.display());
+    }
     let mut images = Vec::new();
     let (panic_reporting, fma_contraction) = (kernels.panic_reporting, kernels.fma_contraction);
     let mut kernels: Vec<String> = Vec::new();
@@ -687,7 +716,78 @@ fn device_pass(
             kernels.push(name);
         }
     }
+    // Not an image set a warning above left incomplete (an AMD architecture whose `core` did
+    // not build, say): the next build should try again.
+    let expected = archs.cuda.len() * (1 + usize::from(ptxas.is_some()))
+        + usize::from(flag("OFFLOAD_SPIRV"))
+        + archs.amdgpu.len();
+    if images.len() != expected {
+        println!(
+            "offload: image cache: not stored: {} images where {expected} were asked for",
+            images.len()
+        );
+    } else if let Some((root, key)) = &cache {
+        let inputs = image_cache::dep_info_inputs(
+            &gen.join("target"),
+            &gen,
+            &tc.sysroot.join("lib/rustlib"),
+        );
+        if let Err(e) = image_cache::store(root, key, &images, &kernels, &inputs) {
+            println!("offload: image cache: not stored: {e}");
+        }
+    }
     write_images(out_dir, images, kernels, None)
+}
+
+/// Where the image cache is and the key of this pass, unless `OFFLOAD_IMAGE_CACHE=0` turns it
+/// off or a source cannot be read (then the pass just runs).
+#[allow(clippy::too_many_arguments)]
+fn image_cache_entry(
+    tc: &DeviceToolchain,
+    kernels: &Kernels,
+    cargo: &Path,
+    ptxas: Option<&Path>,
+    kernels_file: &Path,
+    offload_root: &Path,
+    manifest_dir: &Path,
+    modules: &[PathBuf],
+    out_dir: &Path,
+    archs: &Archs,
+) -> Option<(PathBuf, image_cache::Key)> {
+    if !image_cache::enabled(env::var("OFFLOAD_IMAGE_CACHE").ok().as_deref()) {
+        println!("offload: image cache off (OFFLOAD_IMAGE_CACHE)");
+        return None;
+    }
+    let Some(root) = image_cache::root(out_dir) else {
+        println!("offload: image cache off: OUT_DIR is in no cargo target directory");
+        return None;
+    };
+    let mut sources = kernel_sources(kernels_file);
+    sources.extend(modules.iter().cloned());
+    sources.extend(offload_sources(offload_root));
+    sources.extend(outer_lockfile(manifest_dir));
+    let inputs = image_cache::PassInputs {
+        tc,
+        cargo,
+        ptxas,
+        settings: format!(
+            "{kernels:?} file={} offload={} manifest={} cuda={:?} amdgpu={:?}",
+            kernels_file.display(),
+            offload_root.display(),
+            manifest_dir.display(),
+            archs.cuda,
+            archs.amdgpu
+        ),
+        watched_env: WATCHED_ENV,
+        sources,
+    };
+    match image_cache::pass_key(&inputs) {
+        Ok(key) => Some((root, key)),
+        Err(e) => {
+            println!("offload: image cache off: {e}");
+            None
+        }
+    }
 }
 
 /// The device build's flags (`CARGO_ENCODED_RUSTFLAGS`, separated by 0x1f) for one architecture.
