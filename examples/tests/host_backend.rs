@@ -78,6 +78,11 @@ host_test!(
     events_order_and_time_streams,
     panic_on_a_stream_is_an_error,
     aliased_device_slices_are_refused,
+    a_reader_on_another_stream_waits_for_the_writer,
+    device_vecs_serve_loops_on_streams,
+    freeing_a_device_vec_waits_for_its_streams,
+    stream_copies_need_device_data,
+    plain_launches_report_device_time,
 );
 
 host_test!(

@@ -478,13 +478,18 @@ fn expand_host(
             }
         })
         .collect();
-    // The same, with everything borrowed for the stream's scope `'s`.
+    // The same, with everything borrowed for the stream's scope `'s`, except device data that
+    // orders its own uses (`StreamArg`).
     let enqueue_inputs = params.iter().map(|p| {
         let (n, ty, elem) = (&p.name, &p.ty, &p.elem);
         match p.passing {
             Passing::Value | Passing::PtrConst | Passing::PtrMut => quote! { #n: #ty },
-            Passing::Slice => quote! { #n: impl ::offload::map::InArg<#elem> + 's },
-            Passing::SliceMut => quote! { #n: impl ::offload::map::OutArg<#elem> + 's },
+            Passing::Slice => {
+                quote! { #n: impl ::offload::map::InArg<#elem> + ::offload::map::StreamArg<'s> }
+            }
+            Passing::SliceMut => {
+                quote! { #n: impl ::offload::map::OutArg<#elem> + ::offload::map::StreamArg<'s> }
+            }
             Passing::Nd(rank) => quote! { #n: impl ::offload::nd::NdIn<#elem, #rank> + 's },
             Passing::NdMut(rank) => quote! { #n: impl ::offload::nd::NdOut<#elem, #rank> + 's },
             Passing::Atomic => quote! { #n: &'s mut [#elem] },
@@ -651,8 +656,8 @@ fn expand_host(
                 ::offload::__private::launch(#kernel_ref, launch, &mut args)
             }
 
-            /// Queue on `stream` and return at once; what it is given stays borrowed until the
-            /// stream's scope ends (see `offload::scope`).
+            /// Queue on `stream` and return at once; host data it is given stays borrowed until
+            /// the stream's scope ends (see `offload::scope`), a `DeviceVec` for the call only.
             #(#[doc = #enqueue_contract])*
             #[allow(clippy::too_many_arguments, clippy::multiple_bound_locations)]
             pub #unsafety fn enqueue #enqueue_generics (

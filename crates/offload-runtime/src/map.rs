@@ -3,8 +3,11 @@
 //!
 //! | kernel parameter | accepts |
 //! | --- | --- |
-//! | `&[T]` | `&[T]`, `&Vec<T>`, `&[T; N]`, [`to`]`(&x)`, [`present`]`(&x)`, `&DeviceVec<T>`, `&Mapped`, `&MappedMut` |
-//! | `&mut [T]` | `&mut [T]`, `&mut Vec<T>`, `&mut [T; N]`, [`tofrom`]`(..)`, [`from`]`(..)`, [`to`]`(&mut ..)`, [`alloc`]`(..)`, `&mut DeviceVec<T>`, `&mut MappedMut` |
+//! | `&[T]` | `&[T]`, `&Vec<T>`, `&[T; N]`, [`to`]`(&x)`, [`present`]`(&x)`, `&DeviceVec<T>`, `dv.slice(a..b)`, a `DeviceSlice`, `&Mapped`, `&MappedMut` |
+//! | `&mut [T]` | `&mut [T]`, `&mut Vec<T>`, `&mut [T; N]`, [`tofrom`]`(..)`, [`from`]`(..)`, [`to`]`(&mut ..)`, [`alloc`]`(..)`, `&mut DeviceVec<T>`, `dv.slice_mut(a..b)`, a `DeviceSlice`, `&mut MappedMut` |
+//!
+//! A stream's `enqueue` also asks for [`StreamArg`]: host data and region handles borrowed for
+//! the stream's scope, a `DeviceVec` (and its views) for the call only.
 //!
 //! A plain reference takes its type's default (`&` is `to`, `&mut` is `tofrom`), so
 //! `saxpy(a, &x, from(&mut y))` skips copying `y` in, and `from` on an input does not compile.
@@ -93,6 +96,38 @@ pub trait OutArg<T: DeviceCopy> {
     where
         Self: 'a;
 }
+
+/// What a stream's `enqueue` accepts besides the map kind: data that outlives the work queued on
+/// it. Host data and a region's handles are borrowed for the stream's scope `'s` (the copies back
+/// land after the call returns); a scope's `DeviceSlice` lives as long as the scope; a
+/// `DeviceVec` and its views are borrowed for the call only, since the vector orders its later
+/// uses after the queued work and waits for it before it is freed (see `crate::ordering`).
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` does not live as long as the stream's scope",
+    label = "borrow it for the whole `offload::scope` (or use a `DeviceVec`)"
+)]
+pub trait StreamArg<'s>: sealed::Sealed {}
+
+pub(crate) mod sealed {
+    /// Only the runtime's argument types can promise what [`super::StreamArg`] needs.
+    pub trait Sealed {}
+}
+
+macro_rules! host_stream_args {
+    ($($ty:ty $(, $n:ident)?);*) => {$(
+        impl<'a, T $(, const $n: usize)?> sealed::Sealed for $ty {}
+        impl<'s, 'a: 's, T $(, const $n: usize)?> StreamArg<'s> for $ty {}
+    )*};
+}
+host_stream_args!(&'a [T]; &'a Vec<T>; &'a [T; N], N; &'a mut [T]; &'a mut Vec<T>; &'a mut [T; N], N);
+
+macro_rules! wrapped_stream_args {
+    ($($wrapper:ident),*) => {$(
+        impl<S: sealed::Sealed> sealed::Sealed for $wrapper<S> {}
+        impl<'s, S: StreamArg<'s>> StreamArg<'s> for $wrapper<S> {}
+    )*};
+}
+wrapped_stream_args!(To, From, ToFrom, Alloc, Present);
 
 fn input<'a, T: DeviceCopy>(data: &[T], present_only: bool) -> KernelArg<'a> {
     KernelArg::new(ArgData::Slice {
