@@ -30,6 +30,7 @@ fn streams_and_devices_on_the_gpu() {
     streams::plain_launches_report_device_time(&gpu);
     graphs::replays_give_the_launches_result(&gpu);
     graphs::host_data_and_copies_are_refused_while_recording(&gpu);
+    graphs::a_replay_is_ordered_across_streams(&gpu);
     graphs::a_panic_in_a_replay_is_an_error(&gpu);
     // The device is usable after the panic, on streams and with plain launches.
     streams::two_streams_give_the_cpu_result(&gpu);

@@ -88,6 +88,7 @@ host_test!(
 host_test!(
     in graphs: replays_give_the_launches_result,
     host_data_and_copies_are_refused_while_recording,
+    a_replay_is_ordered_across_streams,
     a_panic_in_a_replay_is_an_error,
 );
 

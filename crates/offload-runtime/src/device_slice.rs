@@ -21,6 +21,7 @@ use crate::backend::{Backend, DevicePtr};
 use crate::kernel::KernelArg;
 use crate::map::{sealed::Sealed, InArg, OutArg, StreamArg};
 use crate::ordering::Uses;
+use crate::stream_mode::StreamMode;
 use crate::{Error, Result};
 use offload_kernel::DeviceCopy;
 use std::marker::PhantomData;
@@ -42,12 +43,7 @@ pub struct DeviceSlice<'scope, T> {
 }
 
 impl<'scope, T: DeviceCopy> DeviceSlice<'scope, T> {
-    pub(crate) fn new(
-        device_id: usize,
-        addr: u64,
-        len: usize,
-        uses: Option<&'scope Uses>,
-    ) -> Self {
+    pub(crate) fn new(device_id: usize, addr: u64, len: usize, uses: Option<&'scope Uses>) -> Self {
         DeviceSlice {
             device_id,
             addr,
@@ -123,7 +119,7 @@ impl<'s, T: DeviceCopy> OutArg<T> for DeviceSlice<'s, T> {
 }
 
 impl<T> Sealed for DeviceSlice<'_, T> {}
-impl<'s, T> StreamArg<'s> for DeviceSlice<'s, T> {}
+impl<'s, T, M: StreamMode> StreamArg<'s, M> for DeviceSlice<'s, T> {}
 
 /// Memory behind the device slices of one stream, released when the scope ends, with the queues
 /// using it.

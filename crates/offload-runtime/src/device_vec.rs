@@ -17,6 +17,7 @@ use crate::device_view::{DeviceView, DeviceViewMut, ViewArg};
 use crate::kernel::KernelArg;
 use crate::map::{sealed::Sealed, InArg, OutArg, StreamArg};
 use crate::ordering::Uses;
+use crate::stream_mode::Borrows;
 use crate::trace::{self, CopySource};
 use crate::{Error, Result};
 use offload_kernel::DeviceCopy;
@@ -328,5 +329,5 @@ impl<T: DeviceCopy> OutArg<T> for &mut DeviceVec<T> {
 
 impl<T: DeviceCopy> Sealed for &DeviceVec<T> {}
 impl<T: DeviceCopy> Sealed for &mut DeviceVec<T> {}
-impl<T: DeviceCopy> StreamArg<'_> for &DeviceVec<T> {}
-impl<T: DeviceCopy> StreamArg<'_> for &mut DeviceVec<T> {}
+impl<'v, T: DeviceCopy, M: Borrows<'v>> StreamArg<'_, M> for &'v DeviceVec<T> {}
+impl<'v, T: DeviceCopy, M: Borrows<'v>> StreamArg<'_, M> for &'v mut DeviceVec<T> {}

@@ -6,6 +6,7 @@
 use crate::kernel::KernelArg;
 use crate::map::{sealed::Sealed, InArg, OutArg, StreamArg};
 use crate::ordering::Uses;
+use crate::stream_mode::Borrows;
 use offload_kernel::DeviceCopy;
 use std::marker::PhantomData;
 
@@ -95,5 +96,5 @@ impl<T: DeviceCopy> OutArg<T> for DeviceViewMut<'_, T> {
 
 impl<T> Sealed for DeviceView<'_, T> {}
 impl<T> Sealed for DeviceViewMut<'_, T> {}
-impl<T> StreamArg<'_> for DeviceView<'_, T> {}
-impl<T> StreamArg<'_> for DeviceViewMut<'_, T> {}
+impl<'v, T, M: Borrows<'v>> StreamArg<'_, M> for DeviceView<'v, T> {}
+impl<'v, T, M: Borrows<'v>> StreamArg<'_, M> for DeviceViewMut<'v, T> {}

@@ -126,10 +126,16 @@ impl ArgData {
     }
 }
 
-/// The tracked device data among `args` (see `crate::ordering`), claimed for one launch.
-pub(crate) fn claim_uses<'u>(args: &'u [KernelArg<'_>]) -> Claim<'u> {
+/// The tracked device data among `args` (see `crate::ordering`), each with whether it is written.
+pub(crate) fn uses_of<'u>(args: &'u [KernelArg<'_>]) -> impl Iterator<Item = (&'u Uses, bool)> {
     let written = |a: &KernelArg<'_>| matches!(a.data, ArgData::Resident { writable: true, .. });
-    Claim::of(args.iter().filter_map(|a| a.uses.map(|u| (u, written(a)))))
+    args.iter()
+        .filter_map(move |a| a.uses.map(|u| (u, written(a))))
+}
+
+/// The tracked device data among `args`, claimed for one launch.
+pub(crate) fn claim_uses<'u>(args: &'u [KernelArg<'_>]) -> Claim<'u> {
+    Claim::of(uses_of(args))
 }
 
 impl<'a> KernelArg<'a> {

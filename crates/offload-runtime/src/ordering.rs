@@ -219,8 +219,15 @@ mod tests {
         f.note(&'a', true);
         assert_eq!(waits(&f, 'b', false), ['a']);
         f.note(&'b', false);
-        assert!(waits(&f, 'b', false).is_empty(), "b is ordered after the write");
-        assert_eq!(waits(&f, 'c', false), ['a'], "reads do not order each other");
+        assert!(
+            waits(&f, 'b', false).is_empty(),
+            "b is ordered after the write"
+        );
+        assert_eq!(
+            waits(&f, 'c', false),
+            ['a'],
+            "reads do not order each other"
+        );
         assert!(waits(&f, 'a', false).is_empty());
     }
 

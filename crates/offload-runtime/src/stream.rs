@@ -35,6 +35,7 @@ use crate::loaded::{Entry, LoadedImage};
 use crate::map::{InArg, OutArg, StreamArg};
 use crate::ordering::Uses;
 use crate::report::LaunchReport;
+use crate::stream_mode::{Records, Runs, StreamMode};
 use crate::trace::{self, CopySource, LaunchSummary};
 use crate::transfer::{kernel_failed, pack, HostData};
 use crate::{Error, Result};
@@ -95,18 +96,17 @@ impl<'scope> StreamScope<'scope, '_> {
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .push(queue.clone());
-        Ok(Stream {
-            queue,
-            _scope: PhantomData,
-        })
+        Ok(Stream::on(queue))
     }
 }
 
 /// A queue of launches on one device, made by [`StreamScope::stream`]. Launch on it with a
-/// kernel's generated `enqueue(&stream, launch, args…)`.
-pub struct Stream<'scope> {
+/// kernel's generated `enqueue(&stream, launch, args…)`. Its mode `M` is [`Runs`]; the handle
+/// that [`Stream::record_graph`] gives its body is [`Records`] (see `crate::stream_mode`).
+pub struct Stream<'scope, M: StreamMode = Runs> {
     queue: Arc<Queue>,
     _scope: PhantomData<&'scope mut &'scope ()>,
+    _mode: PhantomData<M>,
 }
 
 struct Queue {
@@ -126,8 +126,8 @@ struct Queue {
 }
 
 impl ReplayQueue for Queue {
-    fn backend(&self) -> &dyn Backend {
-        &*self.backend
+    fn backend(&self) -> &Arc<dyn Backend> {
+        &self.backend
     }
 
     fn after_device_queue(&self) -> Result<()> {
@@ -184,10 +184,33 @@ impl Queue {
     }
 }
 
-impl<'scope> Stream<'scope> {
+impl<'scope, M: StreamMode> Stream<'scope, M> {
+    fn on(queue: Arc<Queue>) -> Self {
+        Stream {
+            queue,
+            _scope: PhantomData,
+            _mode: PhantomData,
+        }
+    }
+
     /// The device the stream queues work on.
     pub fn device(&self) -> &Device {
         &self.queue.device
+    }
+
+    fn recording(&self) -> std::sync::MutexGuard<'_, Option<Recording>> {
+        self.queue
+            .recording
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+impl<'scope> Stream<'scope> {
+    /// Another handle of this stream (for BLAS calls on it).
+    #[cfg(feature = "cublas")]
+    pub(crate) fn handle(&self) -> Stream<'scope> {
+        Stream::on(self.queue.clone())
     }
 
     /// Wait until everything queued so far has run; `Err(KernelFailed)` if a kernel of it
@@ -197,10 +220,14 @@ impl<'scope> Stream<'scope> {
         self.queue.synchronize()
     }
 
-    /// Record the launches `body` queues on this stream into a [`Graph`] instead of running
-    /// them, to queue them again, all at once, with [`Graph::launch`] (see [`crate::graph`]:
-    /// device data and values only; nothing but launches on this stream meanwhile).
-    pub fn record_graph(&self, body: impl FnOnce(&Self) -> Result<()>) -> Result<Graph<'scope>> {
+    /// Record the launches `body` queues on the handle it is given into a [`Graph`] instead of
+    /// running them, to queue them again, all at once, with [`Graph::launch`] (see
+    /// [`crate::graph`]: device data and values only; a `DeviceVec` stays borrowed while the
+    /// graph lives; nothing is queued on this stream meanwhile).
+    pub fn record_graph<'g>(
+        &self,
+        body: impl FnOnce(&Stream<'scope, Records<'g>>) -> Result<()>,
+    ) -> Result<Graph<'scope, 'g>> {
         let queue = &*self.queue.backend;
         {
             let mut recording = self.recording();
@@ -213,7 +240,8 @@ impl<'scope> Stream<'scope> {
             }
             *recording = Some(Recording::begin(queue)?);
         }
-        let recorded = catch_unwind(AssertUnwindSafe(|| body(self)));
+        let recorder = Stream::on(self.queue.clone());
+        let recorded = catch_unwind(AssertUnwindSafe(|| body(&recorder)));
         let recording = self.recording().take().expect("recording since `begin`");
         // Ended whatever `body` did, so that the stream stops recording.
         let graph = recording.end(self.queue.clone());
@@ -224,22 +252,18 @@ impl<'scope> Stream<'scope> {
         graph
     }
 
-    fn recording(&self) -> std::sync::MutexGuard<'_, Option<Recording>> {
-        self.queue
-            .recording
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-    }
-
-    /// `Err` naming `what` while the stream records: only launches can be recorded.
-    fn refuse_while_recording(&self, what: &'static str) -> Result<()> {
+    /// `Err` naming `what` while the stream records: only launches on the handle that
+    /// `record_graph` gives its body can be recorded.
+    pub(crate) fn refuse_while_recording(&self, what: &'static str) -> Result<()> {
         if self.recording().is_none() {
             return Ok(());
         }
         Err(Error::InvalidLaunch {
             kernel: what,
             device: self.queue.device.name().to_string(),
-            reason: "the stream is recording, and only kernel launches can be recorded".to_string(),
+            reason: "the stream is recording: only kernel launches on the handle that \
+                     record_graph gives its body can be recorded"
+                .to_string(),
         })
     }
 
@@ -358,7 +382,11 @@ impl<'scope> Stream<'scope> {
         }
         // Written on this stream (zeroed, or about to be uploaded).
         allocation.uses.claim(true).queued_on(queue);
-        let mut allocations = self.queue.allocations.lock().unwrap_or_else(|p| p.into_inner());
+        let mut allocations = self
+            .queue
+            .allocations
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
         allocations.push(allocation);
         let uses: *const Uses = &allocations[allocations.len() - 1].uses;
         // SAFETY: the box stays in this queue's allocations, unmoved and unchanged, until the
@@ -395,7 +423,11 @@ impl<'scope> Stream<'scope> {
         claim.order_on(&self.queue.backend)?;
         // SAFETY: `src` holds `dst.len()` elements; `dst` is borrowed for the scope, which waits
         // for the copy.
-        unsafe { self.queue.backend.copy_from_device(host, DevicePtr(addr), bytes)? };
+        unsafe {
+            self.queue
+                .backend
+                .copy_from_device(host, DevicePtr(addr), bytes)?
+        };
         claim.queued_on(&self.queue.backend);
         let device = &self.queue.device;
         if !device.memory_is_host() {
@@ -420,6 +452,7 @@ impl<'scope> Stream<'scope> {
     /// Copies `src` (of this stream's device) into a new vector once the work queued on the
     /// stream before has run: waits for the stream, so a kernel failure in it is the error.
     pub fn to_vec<T: DeviceCopy>(&self, src: DeviceSlice<'scope, T>) -> Result<Vec<T>> {
+        self.refuse_while_recording("offload::Stream::to_vec")?;
         let device = &self.queue.device;
         check_resident(
             "offload::Stream::to_vec",
@@ -451,12 +484,6 @@ impl<'scope> Stream<'scope> {
         }
         self.synchronize()?;
         Ok(out)
-    }
-
-    /// Order the work queued from now on after the work queued on the device's own queue (where
-    /// data regions map and copy).
-    fn after_device_queue(&self) -> Result<()> {
-        self.queue.after_device_queue()
     }
 
     /// A mark after the work queued so far.
@@ -506,9 +533,9 @@ impl Event {
 
 /// Queue `kernel` with `args` on `stream` (what the generated `enqueue` calls): as
 /// [`crate::launch::launch`], on the stream's device, without waiting.
-pub fn enqueue(
+pub fn enqueue<M: StreamMode>(
     kernel: &'static Kernel,
-    stream: &Stream<'_>,
+    stream: &Stream<'_, M>,
     launch: Launch<'_>,
     args: &mut [KernelArg<'_>],
 ) -> Result<()> {
@@ -529,6 +556,17 @@ pub fn enqueue(
     let (shape, entry) = launch.prepare(kernel, device, args)?;
     let backend = &*stream.queue.backend;
     if let Some(recording) = stream.recording().as_mut() {
+        // A running handle's arguments are borrowed for the call only: a graph could outlive
+        // them.
+        if !M::RECORDS {
+            return Err(Error::InvalidLaunch {
+                kernel: kernel.name,
+                device: device.name().to_string(),
+                reason: "the stream is recording: enqueue on the handle that record_graph gives \
+                         its body"
+                    .to_string(),
+            });
+        }
         return recording.add(backend, device, kernel, &entry, shape, args);
     }
     let mut report = LaunchReport::new(kernel.name, device.name(), shape);
@@ -571,8 +609,8 @@ pub fn enqueue(
 /// is refused (pass the region's mapped handle instead). Device data is ordered after its
 /// conflicting uses on other queues.
 #[allow(clippy::too_many_arguments)]
-fn queue_launch(
-    stream: &Stream<'_>,
+fn queue_launch<M: StreamMode>(
+    stream: &Stream<'_, M>,
     kernel: &'static Kernel,
     entry: &Entry,
     shape: Shape,
@@ -632,8 +670,11 @@ fn queue_launch(
     // Data whose uses are not tracked (a region's handles; any, with tracking off) may have been
     // written on the device's own queue.
     let untracked = |a: &KernelArg<'_>| a.uses.is_none() || claim.is_empty();
-    if args.iter().any(|a| matches!(a.data, ArgData::Resident { .. }) && untracked(a)) {
-        stream.after_device_queue()?;
+    if args
+        .iter()
+        .any(|a| matches!(a.data, ArgData::Resident { .. }) && untracked(a))
+    {
+        stream.queue.after_device_queue()?;
     }
     claim.order_on(&stream.queue.backend)?;
     let launched = Instant::now();

@@ -354,7 +354,12 @@ pub(crate) fn copy_from_device(
 
 /// A copy of `bytes` device bytes to host memory at `host` from device `device_id` was queued on
 /// a stream (the bytes arrive later: their contents are not known yet).
-pub(crate) fn queued_copy_from_device(device_id: usize, device: &str, host: *const u8, bytes: usize) {
+pub(crate) fn queued_copy_from_device(
+    device_id: usize,
+    device: &str,
+    host: *const u8,
+    bytes: usize,
+) {
     add(Field::BytesFrom, bytes as u64);
     add(Field::CopiesFrom, 1);
     if !enabled() {

@@ -10,11 +10,11 @@ pub use offload_macros::{kernel, DeviceCopy};
 
 #[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
 pub use offload_runtime::{
-    default_device, devices, devices_of, last_launch, measure_device_time,
-    plugins_without_devices, region, region_on, scope, BackendKind, Device, DeviceImage,
-    DeviceSlice, DeviceVec, DeviceView, DeviceViewMut, Error, Event, Graph, ImageFormat, ImageSet,
-    Launch, LaunchReport, Limits, Mapped, MappedMut, MemoryInfo, NativeQueue, PinnedVec, Platform,
-    Region, Result, Stream, StreamScope,
+    default_device, devices, devices_of, last_launch, measure_device_time, plugins_without_devices,
+    region, region_on, scope, BackendKind, Borrows, Device, DeviceImage, DeviceSlice, DeviceVec,
+    DeviceView, DeviceViewMut, Error, Event, Graph, ImageFormat, ImageSet, Launch, LaunchReport,
+    Limits, Mapped, MappedMut, MemoryInfo, NativeQueue, PinnedVec, Platform, Records, Region,
+    Result, Runs, Stream, StreamMode, StreamScope,
 };
 
 /// Level-1 BLAS (cuBLAS on CUDA devices) on a stream scope's device data, in order with the

@@ -58,7 +58,11 @@ fn per_enqueue(
 /// one-stream result.
 fn racing_program_is_ordered(device: &Device) -> offload::Result<bool> {
     // A few milliseconds of writer on a GPU; the host runs each launch when it is queued.
-    let (n, steps) = if device.is_gpu() { (1 << 22, 20_000) } else { (1 << 12, 10) };
+    let (n, steps) = if device.is_gpu() {
+        (1 << 22, 20_000)
+    } else {
+        (1 << 12, 10)
+    };
     let x = DeviceVec::from_slice(device, &vec![0.5f32; n])?;
     let mut y = DeviceVec::<f32>::zeroed(device, n)?;
     let mut z = DeviceVec::<f32>::zeroed(device, n)?;
@@ -144,8 +148,16 @@ fn main() -> Result<(), Failure> {
     set_tracking(true);
     println!(
         "racing program (writer on stream A, reader at once on stream B): tracked {}, untracked {}",
-        if ordered { "one-stream result" } else { "RACED" },
-        if untracked? { "one-stream result (no race seen)" } else { "raced (as expected without ordering)" }
+        if ordered {
+            "one-stream result"
+        } else {
+            "RACED"
+        },
+        if untracked? {
+            "one-stream result (no race seen)"
+        } else {
+            "raced (as expected without ordering)"
+        }
     );
     if !ordered {
         return Err("the tracked racing program did not give the one-stream result".into());

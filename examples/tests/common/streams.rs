@@ -94,7 +94,11 @@ pub fn a_reader_on_another_stream_waits_for_the_writer(device: &Device) {
     reference::relax(steps, &x, &mut expected);
     let one = writer_then_reader(device, 1, steps, &x, &y0).unwrap();
     let two = writer_then_reader(device, 2, steps, &x, &y0).unwrap();
-    assert!(bits(&one.0) == bits(&expected), "one stream on {}", device.name());
+    assert!(
+        bits(&one.0) == bits(&expected),
+        "one stream on {}",
+        device.name()
+    );
     assert!(
         bits(&two.0) == bits(&one.0),
         "device slices on two streams on {}",
@@ -128,8 +132,20 @@ pub fn device_vecs_serve_loops_on_streams(device: &Device) {
             relax::enqueue(&queues[i % 2], Launch::auto(), 50, &dx, &mut dy)?;
         }
         let (a, b) = (&queues[0], &queues[1]);
-        saxpy::enqueue(a, Launch::auto(), 2.0, dx.slice(..half), dy.slice_mut(..half))?;
-        saxpy::enqueue(b, Launch::auto(), -1.0, dx.slice(half..), dy.slice_mut(half..))?;
+        saxpy::enqueue(
+            a,
+            Launch::auto(),
+            2.0,
+            dx.slice(..half),
+            dy.slice_mut(..half),
+        )?;
+        saxpy::enqueue(
+            b,
+            Launch::auto(),
+            -1.0,
+            dx.slice(half..),
+            dy.slice_mut(half..),
+        )?;
         saxpy::launch(Launch::on(device), 1.0, &dy, &mut dz)?;
         seen = dy.to_vec()?;
         a.download(&dz, &mut downloaded)?;
@@ -142,7 +158,11 @@ pub fn device_vecs_serve_loops_on_streams(device: &Device) {
     }
     reference::saxpy(2.0, &x[..half], &mut expected[..half]);
     reference::saxpy(-1.0, &x[half..], &mut expected[half..]);
-    assert!(bits(&seen) == bits(&expected), "host read on {}", device.name());
+    assert!(
+        bits(&seen) == bits(&expected),
+        "host read on {}",
+        device.name()
+    );
     assert!(
         bits(&downloaded) == bits(&expected),
         "plain launch, then download on {}",
@@ -189,7 +209,9 @@ pub fn stream_copies_need_device_data(device: &Device) {
             other => panic!("expected InvalidArgument, got {other:?}"),
         }
         match stream.upload_into(&x, &mut short) {
-            Err(Error::LengthMismatch { expected, found, .. }) => {
+            Err(Error::LengthMismatch {
+                expected, found, ..
+            }) => {
                 assert_eq!((expected, found), (9, 10))
             }
             other => panic!("expected LengthMismatch, got {other:?}"),
@@ -197,7 +219,10 @@ pub fn stream_copies_need_device_data(device: &Device) {
         Ok(())
     })
     .unwrap();
-    assert!(host.iter().chain(&back).all(|&v| v == 0.0), "nothing written");
+    assert!(
+        host.iter().chain(&back).all(|&v| v == 0.0),
+        "nothing written"
+    );
 }
 
 /// With device timing on, a plain launch reports its kernel's time measured by events, no more
@@ -243,7 +268,10 @@ pub fn stream_work_is_traced(device: &Device) {
     })
     .unwrap();
     let counted = thread_counters() - before;
-    assert_eq!(counted.copies_to_device, 7, "upload, then x and y per launch");
+    assert_eq!(
+        counted.copies_to_device, 7,
+        "upload, then x and y per launch"
+    );
     assert_eq!(counted.copies_from_device, 4, "download, then y per launch");
     assert_eq!(counted.launches, 3);
     assert_eq!(counted.redundant_copies, 3, "x sent again by each launch");
