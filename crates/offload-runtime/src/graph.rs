@@ -47,7 +47,8 @@ pub struct Graph<'scope, 'g> {
     /// The recorded kernels with their images: whose panic records the stream reads after a
     /// replay.
     kernels: Vec<(&'static str, Arc<LoadedImage>)>,
-    /// The uses of the tracked device data the recorded launches take, ordered at each replay.
+    /// The uses of the tracked device data the recorded launches take (each once, written if
+    /// any launch writes it), ordered at each replay.
     uses: Vec<RecordedUse>,
 }
 
@@ -155,11 +156,14 @@ impl Recording {
             });
         }
         self.kernels.push((kernel.name, entry.image.clone()));
-        let uses = uses_of(args).map(|(uses, write)| RecordedUse {
-            uses: NonNull::from(uses),
-            write,
-        });
-        self.uses.extend(uses);
+        // Each piece of data once, so that a replay claims no more than the graph uses.
+        for (uses, write) in uses_of(args) {
+            let uses = NonNull::from(uses);
+            match self.uses.iter_mut().find(|u| u.uses == uses) {
+                Some(recorded) => recorded.write |= write,
+                None => self.uses.push(RecordedUse { uses, write }),
+            }
+        }
         Ok(())
     }
 
