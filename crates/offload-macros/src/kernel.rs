@@ -599,12 +599,13 @@ fn expand_host(
     let (impl_generics, type_args, where_clause) = inner.split_for_impl();
     let call_generics = type_args.as_turbofish();
     let (outer_generics, _, outer_where) = outer.split_for_impl();
-    // `launch`'s generics with the stream's scope `'s` and mode in front, for `enqueue`.
+    // `launch`'s generics with the stream's scope `'s` in front and its mode last (after the
+    // kernel's own lifetimes, types and consts), for `enqueue`.
     let mut enqueue_generics = inner.clone();
     enqueue_generics.params.insert(0, parse_quote! { 's });
     enqueue_generics
         .params
-        .insert(1, parse_quote! { OffloadStreamMode: ::offload::StreamMode });
+        .push(parse_quote! { OffloadStreamMode: ::offload::StreamMode });
     let (enqueue_generics, _, _) = enqueue_generics.split_for_impl();
     let param_names: Vec<String> = params.iter().map(|p| p.name.to_string()).collect();
     let descriptor = if generic {
