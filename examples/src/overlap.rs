@@ -6,10 +6,10 @@ use crate::kernels::streams::relax;
 use offload::{Device, Launch};
 use std::time::{Duration, Instant};
 
-/// The chunks of `x` and `y` queued round-robin on `streams` streams of `device`, `steps` relax
-/// steps per element; returns once all of it has run.
+/// The chunks of `x` and `y` queued round-robin on `streams` streams of each of `devices`,
+/// `steps` relax steps per element; returns once all of it has run.
 pub fn chunked_relax(
-    device: &Device,
+    devices: &[Device],
     streams: usize,
     chunk: usize,
     steps: u32,
@@ -18,10 +18,10 @@ pub fn chunked_relax(
 ) -> offload::Result<()> {
     offload::scope(|s| {
         let queues = (0..streams)
-            .map(|_| s.stream(device))
+            .flat_map(|_| devices.iter().map(|d| s.stream(d)))
             .collect::<offload::Result<Vec<_>>>()?;
         for (i, (y, x)) in y.chunks_mut(chunk).zip(x.chunks(chunk)).enumerate() {
-            relax::enqueue(&queues[i % streams], Launch::auto(), steps, x, y)?;
+            relax::enqueue(&queues[i % queues.len()], Launch::auto(), steps, x, y)?;
         }
         Ok(())
     })

@@ -23,8 +23,14 @@ fn streams_and_devices_on_the_gpu() {
     streams::events_order_and_time_streams(&gpu);
     streams::panic_on_a_stream_is_an_error(&gpu);
     streams::aliased_device_slices_are_refused(&gpu);
+    streams::a_reader_on_another_stream_waits_for_the_writer(&gpu);
+    streams::device_vecs_serve_loops_on_streams(&gpu);
+    streams::freeing_a_device_vec_waits_for_its_streams(&gpu);
+    streams::stream_copies_need_device_data(&gpu);
+    streams::plain_launches_report_device_time(&gpu);
     graphs::replays_give_the_launches_result(&gpu);
     graphs::host_data_and_copies_are_refused_while_recording(&gpu);
+    graphs::a_replay_is_ordered_across_streams(&gpu);
     graphs::a_panic_in_a_replay_is_an_error(&gpu);
     // The device is usable after the panic, on streams and with plain launches.
     streams::two_streams_give_the_cpu_result(&gpu);
@@ -44,6 +50,8 @@ fn streams_and_devices_on_the_gpu() {
     streams::every_device_at_once_gives_the_cpu_result(&gpus);
     streams::every_device_at_once_gives_the_cpu_result(offload::devices());
     streams::device_index_out_of_range_is_an_error();
+    // Last: it turns the trace on for the rest of the process.
+    streams::stream_work_is_traced(&gpu);
 }
 
 /// A launch on a GPU stream that names another device is refused before anything is queued.

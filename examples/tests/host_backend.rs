@@ -78,11 +78,17 @@ host_test!(
     events_order_and_time_streams,
     panic_on_a_stream_is_an_error,
     aliased_device_slices_are_refused,
+    a_reader_on_another_stream_waits_for_the_writer,
+    device_vecs_serve_loops_on_streams,
+    freeing_a_device_vec_waits_for_its_streams,
+    stream_copies_need_device_data,
+    plain_launches_report_device_time,
 );
 
 host_test!(
     in graphs: replays_give_the_launches_result,
     host_data_and_copies_are_refused_while_recording,
+    a_replay_is_ordered_across_streams,
     a_panic_in_a_replay_is_an_error,
 );
 

@@ -478,13 +478,18 @@ fn expand_host(
             }
         })
         .collect();
-    // The same, with everything borrowed for the stream's scope `'s`.
+    // The same, with everything borrowed for the stream's scope `'s`, except device data that
+    // orders its own uses (`StreamArg`).
     let enqueue_inputs = params.iter().map(|p| {
         let (n, ty, elem) = (&p.name, &p.ty, &p.elem);
         match p.passing {
             Passing::Value | Passing::PtrConst | Passing::PtrMut => quote! { #n: #ty },
-            Passing::Slice => quote! { #n: impl ::offload::map::InArg<#elem> + 's },
-            Passing::SliceMut => quote! { #n: impl ::offload::map::OutArg<#elem> + 's },
+            Passing::Slice => {
+                quote! { #n: impl ::offload::map::InArg<#elem> + ::offload::map::StreamArg<'s, OffloadStreamMode> }
+            }
+            Passing::SliceMut => {
+                quote! { #n: impl ::offload::map::OutArg<#elem> + ::offload::map::StreamArg<'s, OffloadStreamMode> }
+            }
             Passing::Nd(rank) => quote! { #n: impl ::offload::nd::NdIn<#elem, #rank> + 's },
             Passing::NdMut(rank) => quote! { #n: impl ::offload::nd::NdOut<#elem, #rank> + 's },
             Passing::Atomic => quote! { #n: &'s mut [#elem] },
@@ -594,9 +599,13 @@ fn expand_host(
     let (impl_generics, type_args, where_clause) = inner.split_for_impl();
     let call_generics = type_args.as_turbofish();
     let (outer_generics, _, outer_where) = outer.split_for_impl();
-    // `launch`'s generics with the stream's scope `'s` in front, for `enqueue`.
+    // `launch`'s generics with the stream's scope `'s` in front and its mode last (after the
+    // kernel's own lifetimes, types and consts), for `enqueue`.
     let mut enqueue_generics = inner.clone();
     enqueue_generics.params.insert(0, parse_quote! { 's });
+    enqueue_generics
+        .params
+        .push(parse_quote! { OffloadStreamMode: ::offload::StreamMode });
     let (enqueue_generics, _, _) = enqueue_generics.split_for_impl();
     let param_names: Vec<String> = params.iter().map(|p| p.name.to_string()).collect();
     let descriptor = if generic {
@@ -651,12 +660,13 @@ fn expand_host(
                 ::offload::__private::launch(#kernel_ref, launch, &mut args)
             }
 
-            /// Queue on `stream` and return at once; what it is given stays borrowed until the
-            /// stream's scope ends (see `offload::scope`).
+            /// Queue on `stream` and return at once; host data it is given stays borrowed until
+            /// the stream's scope ends (see `offload::scope`), a `DeviceVec` for the call only
+            /// (while the graph lives, on the handle that `record_graph` gives its body).
             #(#[doc = #enqueue_contract])*
             #[allow(clippy::too_many_arguments, clippy::multiple_bound_locations)]
             pub #unsafety fn enqueue #enqueue_generics (
-                stream: &::offload::Stream<'s>,
+                stream: &::offload::Stream<'s, OffloadStreamMode>,
                 launch: ::offload::Launch<'_>,
                 #(#enqueue_inputs),*
             ) -> ::offload::Result<()> #where_clause {

@@ -86,7 +86,7 @@ mod tests {
 
     /// `len` floats at `addr` on device 1.
     fn floats<'a>(addr: u64, len: usize, writable: bool) -> KernelArg<'a> {
-        KernelArg::resident::<f32>(1, addr, len, writable)
+        KernelArg::resident::<f32>(1, addr, len, writable, None)
     }
 
     fn refusal(args: &[KernelArg<'_>]) -> (&'static str, String) {
@@ -144,7 +144,7 @@ mod tests {
             ok(floats(0x1000, 0, true), floats(0x1000, 4, true)),
             "empty"
         );
-        let elsewhere = KernelArg::resident::<f32>(2, 0x1000, 4, true);
+        let elsewhere = KernelArg::resident::<f32>(2, 0x1000, 4, true, None);
         assert!(ok(floats(0x1000, 4, true), elsewhere), "another device");
     }
 }

@@ -43,15 +43,13 @@ use crate::{Error, Result};
 use cudarc::cublas::sys as cublas;
 use offload_kernel::DeviceCopy;
 use std::ffi::c_void;
-use std::marker::PhantomData;
 use std::mem::size_of;
 
 /// BLAS operations queued on one stream; see the module docs. Made by [`Blas::new`].
 pub struct Blas<'scope> {
-    device: Device,
+    /// The stream the calls are queued on: its device, and whether it is recording a graph.
+    stream: Stream<'scope>,
     engine: Engine,
-    /// Invariant: the handle works on the stream of `'scope` only.
-    _scope: PhantomData<&'scope mut &'scope ()>,
 }
 
 enum Engine {
@@ -164,9 +162,8 @@ impl<'scope> Blas<'scope> {
             }
         };
         Ok(Blas {
-            device,
+            stream: stream.handle(),
             engine,
-            _scope: PhantomData,
         })
     }
 
@@ -265,8 +262,9 @@ impl<'scope> Blas<'scope> {
         }
     }
 
-    /// Every operand on the stream's device, `pairs` of equal lengths, `scalars` of one element,
-    /// and `written` overlapping none of `inputs`.
+    /// The stream not recording a graph (whose replays would not order the call), every operand
+    /// on the stream's device, `pairs` of equal lengths, `scalars` of one element, and `written`
+    /// overlapping none of `inputs`.
     fn check<T: BlasElement>(
         &self,
         what: &'static str,
@@ -275,7 +273,8 @@ impl<'scope> Blas<'scope> {
         pair: (DeviceSlice<'scope, T>, DeviceSlice<'scope, T>),
         scalar: DeviceSlice<'scope, T>,
     ) -> Result<()> {
-        let (id, name) = (self.device.id(), self.device.name());
+        self.stream.refuse_while_recording(what)?;
+        let (id, name) = (self.stream.device().id(), self.stream.device().name());
         for slice in inputs.iter().chain([&written]) {
             check_resident(what, id, name, slice.device_id)?;
         }
@@ -318,11 +317,11 @@ impl<'scope> Blas<'scope> {
         let Engine::Cublas { context, .. } = self.engine else {
             unreachable!("only called for cuBLAS");
         };
-        bind(&self.device, context)?;
+        bind(self.stream.device(), context)?;
         match call() {
             cublas::cublasStatus_t::CUBLAS_STATUS_SUCCESS => Ok(()),
             status => Err(Error::Driver {
-                device: self.device.name().to_string(),
+                device: self.stream.device().name().to_string(),
                 operation,
                 message: format!("{status:?}"),
             }),
@@ -333,7 +332,7 @@ impl<'scope> Blas<'scope> {
 impl Drop for Blas<'_> {
     fn drop(&mut self) {
         if let Engine::Cublas { handle, context } = self.engine {
-            if bind(&self.device, context).is_ok() {
+            if bind(self.stream.device(), context).is_ok() {
                 // SAFETY: created by `cublas_engine`, used by no one after this.
                 let _ = unsafe { cublas::cublasDestroy_v2(handle) };
             }

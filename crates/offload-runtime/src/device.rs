@@ -160,6 +160,11 @@ impl Device {
         Device::new(backend)
     }
 
+    /// The device's own queue (where plain launches, `DeviceVec` copies and data regions run).
+    pub(crate) fn queue(&self) -> &Arc<dyn Backend> {
+        &self.shared.backend
+    }
+
     /// The plugin's device.
     pub(crate) fn backend(&self) -> &dyn Backend {
         &*self.shared.backend

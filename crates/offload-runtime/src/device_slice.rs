@@ -5,10 +5,10 @@
 //! [`crate::Stream::download`]. Its memory is released when the scope ends, after every stream of
 //! the scope has finished, so no queued work can outlive it.
 //!
-//! Work on it is ordered on the stream that queues it; between streams, order it with events
-//! ([`crate::Stream::record`], [`crate::Stream::wait`]), as in CUDA (a plain launch inside the
-//! scope is ordered with no stream). Unordered uses give unspecified values (`DeviceCopy` types
-//! accept any bits), never a freed buffer.
+//! Work on it is ordered on the stream that queues it, and across streams (and plain launches)
+//! automatically: a use on another stream waits for the conflicting ones (a read for the last
+//! write, a write for the reads and the write before it; see `crate::ordering`). Explicit events
+//! ([`crate::Stream::record`], [`crate::Stream::wait`]) remain for ordering anything else.
 //! On the host device it is host memory, and queued work is done at once.
 //!
 //! Within one launch, a slice that a parameter writes (`&mut [T]`) may share no element with
@@ -19,7 +19,9 @@
 
 use crate::backend::{Backend, DevicePtr};
 use crate::kernel::KernelArg;
-use crate::map::{InArg, OutArg};
+use crate::map::{sealed::Sealed, InArg, OutArg, StreamArg};
+use crate::ordering::Uses;
+use crate::stream_mode::StreamMode;
 use crate::{Error, Result};
 use offload_kernel::DeviceCopy;
 use std::marker::PhantomData;
@@ -33,17 +35,20 @@ pub struct DeviceSlice<'scope, T> {
     /// Device address (host address on the host device); meaningless when `len == 0`.
     pub(crate) addr: u64,
     len: usize,
+    /// The queues using its memory (`None` when it has none).
+    uses: Option<&'scope Uses>,
     /// Invariant: the slice cannot be carried beyond its scope.
     _scope: PhantomData<&'scope mut &'scope ()>,
     _elem: PhantomData<T>,
 }
 
-impl<T: DeviceCopy> DeviceSlice<'_, T> {
-    pub(crate) fn new(device_id: usize, addr: u64, len: usize) -> Self {
+impl<'scope, T: DeviceCopy> DeviceSlice<'scope, T> {
+    pub(crate) fn new(device_id: usize, addr: u64, len: usize, uses: Option<&'scope Uses>) -> Self {
         DeviceSlice {
             device_id,
             addr,
             len,
+            uses,
             _scope: PhantomData,
             _elem: PhantomData,
         }
@@ -62,14 +67,16 @@ impl<T: DeviceCopy> DeviceSlice<'_, T> {
     /// The device address of the first element (a `CUdeviceptr` on a CUDA device, a host
     /// address on the host device), for vendor libraries to read or write the elements in
     /// stream order ([`crate::Stream::native_queue`]). The memory stays valid until the scope
-    /// ends, after every stream of it has finished; work on it from two streams is ordered only
-    /// by events, as for kernels.
+    /// ends, after every stream of it has finished; work on it by vendor libraries is not
+    /// tracked, so from two streams it is ordered only by events.
     pub fn device_ptr(&self) -> u64 {
         self.addr
     }
 
     /// Elements `range` of it, as a slice of the same scope (a dot product's one-element result,
-    /// a block of a vector). Past the end is `Err(OutOfRange)`.
+    /// a block of a vector), ordered across streams with the whole allocation. Past the end is
+    /// `Err(OutOfRange)` (a `DeviceVec`'s views, [`crate::DeviceVec::slice`], panic instead, as
+    /// slicing does).
     pub fn slice(&self, range: std::ops::Range<usize>) -> Result<Self> {
         if range.start > range.end || range.end > self.len {
             return Err(Error::OutOfRange {
@@ -84,11 +91,12 @@ impl<T: DeviceCopy> DeviceSlice<'_, T> {
             self.device_id,
             self.addr + offset,
             range.end - range.start,
+            self.uses,
         ))
     }
 
-    fn kernel_arg<'a>(&self, writable: bool) -> KernelArg<'a> {
-        KernelArg::resident::<T>(self.device_id, self.addr, self.len, writable)
+    fn kernel_arg(self, writable: bool) -> KernelArg<'scope> {
+        KernelArg::resident::<T>(self.device_id, self.addr, self.len, writable, self.uses)
     }
 }
 
@@ -110,16 +118,25 @@ impl<'s, T: DeviceCopy> OutArg<T> for DeviceSlice<'s, T> {
     }
 }
 
-/// Memory behind the device slices of one stream, released when the scope ends.
+impl<T> Sealed for DeviceSlice<'_, T> {}
+impl<'s, T, M: StreamMode> StreamArg<'s, M> for DeviceSlice<'s, T> {}
+
+/// Memory behind the device slices of one stream, released when the scope ends, with the queues
+/// using it.
 pub(crate) struct ScopeAllocation {
     queue: Arc<dyn Backend>,
     ptr: DevicePtr,
+    pub(crate) uses: Uses,
 }
 
 impl ScopeAllocation {
     /// `ptr`, allocated on `queue`, released on it when dropped.
     pub(crate) fn new(queue: Arc<dyn Backend>, ptr: DevicePtr) -> ScopeAllocation {
-        ScopeAllocation { queue, ptr }
+        ScopeAllocation {
+            queue,
+            ptr,
+            uses: Uses::default(),
+        }
     }
 }
 

@@ -3,16 +3,27 @@
 //! [`DeviceVec::from_slice`], [`DeviceVec::copy_from_host`], [`DeviceVec::copy_to_host`],
 //! [`DeviceVec::to_vec`], and for a part of it (halo rows) [`DeviceVec::copy_from_host_at`],
 //! [`DeviceVec::copy_to_host_at`]. On the host device it is host memory.
+//!
+//! It is also what kernels queued on streams take (`enqueue(&stream, …, &v, &mut w)`), borrowed
+//! for that call only, so one vector serves a loop of launches, plain or queued, and a stream
+//! can copy into it ([`crate::Stream::upload_into`]). Uses on different streams, and on a
+//! stream and the host, are ordered automatically (see `crate::ordering`): a read waits for the
+//! last write, a write for the reads and the write before it. Freeing it waits for the queued
+//! work that uses it. [`DeviceVec::slice`] and [`DeviceVec::slice_mut`] pass a sub-range.
 
 use crate::backend::DevicePtr;
 use crate::device::Device;
+use crate::device_view::{DeviceView, DeviceViewMut, ViewArg};
 use crate::kernel::KernelArg;
-use crate::map::{InArg, OutArg};
+use crate::map::{sealed::Sealed, InArg, OutArg, StreamArg};
+use crate::ordering::Uses;
+use crate::stream_mode::Borrows;
 use crate::trace::{self, CopySource};
 use crate::{Error, Result};
 use offload_kernel::DeviceCopy;
 use std::marker::PhantomData;
 use std::mem::size_of;
+use std::ops::{Bound, RangeBounds};
 use std::time::Instant;
 
 /// `len` elements of `T` in one device's memory, freed on drop (see the module docs).
@@ -21,6 +32,8 @@ pub struct DeviceVec<T: DeviceCopy> {
     /// `len` elements at `ptr` (null when empty).
     ptr: DevicePtr,
     len: usize,
+    /// The queues that may still be using it.
+    uses: Uses,
     _elements: PhantomData<T>,
 }
 
@@ -46,6 +59,7 @@ impl<T: DeviceCopy> DeviceVec<T> {
             device: device.clone(),
             ptr,
             len,
+            uses: Uses::default(),
             _elements: PhantomData,
         })
     }
@@ -60,6 +74,8 @@ impl<T: DeviceCopy> DeviceVec<T> {
         if v.bytes() > 0 {
             // SAFETY: `ptr` holds `len` elements.
             unsafe { device.backend().fill_zero(v.ptr, v.bytes())? };
+            // Queued, not waited for: streams that use it first wait for the device's queue.
+            v.uses.claim(true).queued_on(device.queue());
         }
         Ok(v)
     }
@@ -132,11 +148,14 @@ impl<T: DeviceCopy> DeviceVec<T> {
         let backend = self.device.backend();
         let host = data.as_ptr() as *const u8;
         let start = Instant::now();
+        let claim = self.uses.claim(true);
+        claim.order_on(self.device.queue())?;
         // SAFETY: elements `offset..offset + data.len()` lie within the allocation (checked
         // above); `data` is borrowed until the synchronize below.
         unsafe { backend.copy_to_device(self.element(offset), host, bytes)? };
         // Complete before `data`'s borrow ends: from page-locked memory the copy is only queued.
         backend.synchronize()?;
+        claim.completed();
         if !self.device.memory_is_host() {
             let id = self.device.id();
             trace::copy_to_device(
@@ -168,15 +187,61 @@ impl<T: DeviceCopy> DeviceVec<T> {
         let backend = self.device.backend();
         let host = out.as_mut_ptr() as *mut u8;
         let start = Instant::now();
+        let claim = self.uses.claim(false);
+        claim.order_on(self.device.queue())?;
         // SAFETY: elements `offset..offset + out.len()` lie within the allocation (checked
         // above), and `out` holds as many.
         unsafe { backend.copy_from_device(host, self.element(offset), bytes)? };
         backend.synchronize()?;
+        claim.completed();
         if !self.device.memory_is_host() {
             let id = self.device.id();
             trace::copy_from_device(id, backend.name(), host, bytes, start.elapsed());
         }
         Ok(())
+    }
+
+    /// A read-only view of the elements in `range`, for a `&[T]` kernel parameter.
+    ///
+    /// # Panics
+    /// If the range is out of bounds or decreasing, as slicing does.
+    #[track_caller]
+    pub fn slice(&self, range: impl RangeBounds<usize>) -> DeviceView<'_, T> {
+        let (start, len) = self.bounds(range);
+        DeviceView::new(self.view(start, len))
+    }
+
+    /// A writable view of the elements in `range`, for a `&mut [T]` kernel parameter (only that
+    /// part is written). Uses are ordered per vector, not per range: two streams writing
+    /// different ranges of one vector run one after the other.
+    ///
+    /// # Panics
+    /// If the range is out of bounds or decreasing, as slicing does.
+    #[track_caller]
+    pub fn slice_mut(&mut self, range: impl RangeBounds<usize>) -> DeviceViewMut<'_, T> {
+        let (start, len) = self.bounds(range);
+        DeviceViewMut::new(self.view(start, len))
+    }
+
+    /// Start and length of `range` within the elements.
+    #[track_caller]
+    fn bounds(&self, range: impl RangeBounds<usize>) -> (usize, usize) {
+        let start = match range.start_bound() {
+            Bound::Included(&s) => s,
+            Bound::Excluded(&s) => s.saturating_add(1),
+            Bound::Unbounded => 0,
+        };
+        let end = match range.end_bound() {
+            Bound::Included(&e) => e.saturating_add(1),
+            Bound::Excluded(&e) => e,
+            Bound::Unbounded => self.len,
+        };
+        assert!(
+            start <= end && end <= self.len,
+            "range {start}..{end} out of bounds of a DeviceVec of {} elements",
+            self.len
+        );
+        (start, end - start)
     }
 
     /// `Err(OutOfRange)` unless elements `offset..offset + count` are all within the array.
@@ -205,18 +270,30 @@ impl<T: DeviceCopy> DeviceVec<T> {
         Ok(out)
     }
 
-    fn kernel_arg<'a>(&self, writable: bool) -> KernelArg<'a> {
-        KernelArg::resident::<T>(self.device.id(), self.ptr.0, self.len, writable)
+    /// Elements `start..start + len`, with the vector's uses.
+    fn view(&self, start: usize, len: usize) -> ViewArg<'_> {
+        ViewArg {
+            device: self.device.id(),
+            addr: self.element(start).0,
+            len,
+            uses: (self.bytes() > 0).then_some(&self.uses),
+        }
     }
 }
 
 impl<T: DeviceCopy> Drop for DeviceVec<T> {
     fn drop(&mut self) {
-        if self.bytes() > 0 {
-            // SAFETY: allocated by `uninit`; the release is ordered after the queued kernels
-            // that use it.
-            unsafe { self.device.backend().free(self.ptr) };
+        if self.bytes() == 0 {
+            return;
         }
+        // Streams may still use it (it was borrowed only while their work was queued).
+        if self.uses.wait_all().is_err() {
+            // The device failed under queued work that may still touch the memory: leave it.
+            return;
+        }
+        // SAFETY: allocated by `uninit`; no queue uses it any more (waited for above, and the
+        // device's own queue orders the release after its work).
+        unsafe { self.device.backend().free(self.ptr) };
     }
 }
 
@@ -237,7 +314,7 @@ impl<T: DeviceCopy> InArg<T> for &DeviceVec<T> {
     where
         Self: 'a,
     {
-        self.kernel_arg(false)
+        self.view(0, self.len).kernel_arg::<T>(false)
     }
 }
 
@@ -246,6 +323,11 @@ impl<T: DeviceCopy> OutArg<T> for &mut DeviceVec<T> {
     where
         Self: 'a,
     {
-        self.kernel_arg(true)
+        self.view(0, self.len).kernel_arg::<T>(true)
     }
 }
+
+impl<T: DeviceCopy> Sealed for &DeviceVec<T> {}
+impl<T: DeviceCopy> Sealed for &mut DeviceVec<T> {}
+impl<'v, T: DeviceCopy, M: Borrows<'v>> StreamArg<'_, M> for &'v DeviceVec<T> {}
+impl<'v, T: DeviceCopy, M: Borrows<'v>> StreamArg<'_, M> for &'v mut DeviceVec<T> {}

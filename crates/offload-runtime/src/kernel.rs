@@ -4,6 +4,7 @@
 
 use crate::backend::{HostThread, HostThreads};
 use crate::image::ImageSet;
+use crate::ordering::{Claim, Uses};
 use offload_kernel::DeviceCopy;
 use std::marker::PhantomData;
 use std::mem::{align_of, size_of};
@@ -35,6 +36,8 @@ impl Kernel {
 /// One launch argument, borrowed from the caller for the duration of the launch.
 pub struct KernelArg<'a> {
     pub(crate) data: ArgData,
+    /// The queues using device-resident data that outlives the launch (see `crate::ordering`).
+    pub(crate) uses: Option<&'a Uses>,
     /// An array view's extents, passed after its address and length (one word each); empty for
     /// other arguments.
     pub(crate) extents: Vec<u64>,
@@ -123,6 +126,18 @@ impl ArgData {
     }
 }
 
+/// The tracked device data among `args` (see `crate::ordering`), each with whether it is written.
+pub(crate) fn uses_of<'u>(args: &'u [KernelArg<'_>]) -> impl Iterator<Item = (&'u Uses, bool)> {
+    let written = |a: &KernelArg<'_>| matches!(a.data, ArgData::Resident { writable: true, .. });
+    args.iter()
+        .filter_map(move |a| a.uses.map(|u| (u, written(a))))
+}
+
+/// The tracked device data among `args`, claimed for one launch.
+pub(crate) fn claim_uses<'u>(args: &'u [KernelArg<'_>]) -> Claim<'u> {
+    Claim::of(uses_of(args))
+}
+
 impl<'a> KernelArg<'a> {
     /// A by-value argument (a scalar or a `DeviceCopy` struct).
     pub fn value<T: DeviceCopy>(value: &'a T) -> Self {
@@ -166,20 +181,24 @@ impl<'a> KernelArg<'a> {
     }
 
     /// `len` elements of `T` at `addr` on the device with id `device` (`DeviceVec`, a region's
-    /// mapped handle, a stream scope's device slice).
+    /// mapped handle, a stream scope's device slice), with its `uses` where they are tracked.
     pub(crate) fn resident<T: DeviceCopy>(
         device: usize,
         addr: u64,
         len: usize,
         writable: bool,
+        uses: Option<&'a Uses>,
     ) -> Self {
-        Self::new(ArgData::Resident {
-            device,
-            addr,
-            len,
-            elem_size: size_of::<T>(),
-            writable,
-        })
+        KernelArg {
+            uses,
+            ..Self::new(ArgData::Resident {
+                device,
+                addr,
+                len,
+                elem_size: size_of::<T>(),
+                writable,
+            })
+        }
     }
 
     /// The same argument with an array view's extents, which the kernel receives after the
@@ -201,6 +220,7 @@ impl<'a> KernelArg<'a> {
     pub(crate) fn new(data: ArgData) -> Self {
         KernelArg {
             data,
+            uses: None,
             extents: Vec::new(),
             refused: None,
             _borrow: PhantomData,

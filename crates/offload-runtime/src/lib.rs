@@ -5,12 +5,13 @@
 //! - plugins (`backend`): one [`backend::Backend`] trait, a plugin per kind of device (CUDA,
 //!   the host CPU), knowing devices, memory, images, packed launches, queues and events; with the
 //!   plain data they share (`image`, `error`);
-//! - mapping (`device`, `loaded`, `kernel`, `transfer`, `bounce`, `present`, `trace`, `report`): devices and
-//!   the code they loaded (with panic records), what launchers hand the runtime, the per-launch
-//!   data movement and the present table, once for every plugin;
-//! - launch API (`launch`, `map`, `region`, `stream`, `graph`, `device_vec`, `device_slice`,
-//!   `pinned`): launches (what the generated launchers call), map kinds, data regions, streams,
-//!   recorded launches, device data.
+//! - mapping (`device`, `loaded`, `kernel`, `transfer`, `bounce`, `present`, `ordering`, `trace`,
+//!   `report`): devices and the code they loaded (with panic records), what launchers hand the
+//!   runtime, the per-launch data movement, the present table and the ordering of device data
+//!   across queues, once for every plugin;
+//! - launch API (`launch`, `map`, `region`, `stream`, `graph`, `device_vec`, `device_view`,
+//!   `device_slice`, `pinned`): launches (what the generated launchers call), map kinds, data
+//!   regions, streams, recorded launches, device data.
 //!
 //! A launch: `launch::launch` picks the device and shape and gets the kernel's entry
 //! (`device` → `loaded`), `transfer::launch` places the data and calls the plugin
@@ -27,6 +28,7 @@ mod bounce;
 mod device;
 mod device_slice;
 mod device_vec;
+mod device_view;
 mod error;
 pub mod graph;
 mod image;
@@ -36,12 +38,14 @@ pub mod launch;
 mod loaded;
 pub mod map;
 pub mod nd;
+pub mod ordering;
 mod output_backup;
 mod pinned;
 mod present;
 mod region;
 mod report;
 pub mod stream;
+mod stream_mode;
 pub mod trace;
 mod transfer;
 
@@ -49,11 +53,13 @@ pub use backend::{BackendKind, Limits, MemoryInfo, NativeQueue, Platform};
 pub use device::{default_device, devices, devices_of, plugins_without_devices, Device};
 pub use device_slice::DeviceSlice;
 pub use device_vec::DeviceVec;
+pub use device_view::{DeviceView, DeviceViewMut};
 pub use error::{Error, Result};
 pub use graph::Graph;
 pub use image::{DeviceImage, ImageFormat, ImageSet};
 pub use launch::Launch;
 pub use pinned::PinnedVec;
 pub use region::{region, region_on, Mapped, MappedMut, Region};
-pub use report::{last_launch, LaunchReport};
+pub use report::{last_launch, measure_device_time, LaunchReport};
 pub use stream::{scope, Event, Stream, StreamScope};
+pub use stream_mode::{Borrows, Records, Runs, StreamMode};

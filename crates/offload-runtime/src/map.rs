@@ -3,8 +3,12 @@
 //!
 //! | kernel parameter | accepts |
 //! | --- | --- |
-//! | `&[T]` | `&[T]`, `&Vec<T>`, `&[T; N]`, [`to`]`(&x)`, [`present`]`(&x)`, `&DeviceVec<T>`, `&Mapped`, `&MappedMut` |
-//! | `&mut [T]` | `&mut [T]`, `&mut Vec<T>`, `&mut [T; N]`, [`tofrom`]`(..)`, [`from`]`(..)`, [`to`]`(&mut ..)`, [`alloc`]`(..)`, `&mut DeviceVec<T>`, `&mut MappedMut` |
+//! | `&[T]` | `&[T]`, `&Vec<T>`, `&[T; N]`, [`to`]`(&x)`, [`present`]`(&x)`, `&DeviceVec<T>`, `dv.slice(a..b)`, a `DeviceSlice`, `&Mapped`, `&MappedMut` |
+//! | `&mut [T]` | `&mut [T]`, `&mut Vec<T>`, `&mut [T; N]`, [`tofrom`]`(..)`, [`from`]`(..)`, [`to`]`(&mut ..)`, [`alloc`]`(..)`, `&mut DeviceVec<T>`, `dv.slice_mut(a..b)`, a `DeviceSlice`, `&mut MappedMut` |
+//!
+//! A stream's `enqueue` also asks for [`StreamArg`]: host data and region handles borrowed for
+//! the stream's scope, a `DeviceVec` (and its views) for the call only, or for the graph's
+//! lifetime while recording one.
 //!
 //! A plain reference takes its type's default (`&` is `to`, `&mut` is `tofrom`), so
 //! `saxpy(a, &x, from(&mut y))` skips copying `y` in, and `from` on an input does not compile.
@@ -14,6 +18,7 @@
 //! `to(&mut ..)` and `alloc(..)` results are discarded, as on a GPU.
 
 use crate::kernel::{ArgData, KernelArg, OutKind};
+use crate::stream_mode::{Runs, StreamMode};
 use offload_kernel::DeviceCopy;
 use std::mem::size_of;
 
@@ -93,6 +98,40 @@ pub trait OutArg<T: DeviceCopy> {
     where
         Self: 'a;
 }
+
+/// What a stream's `enqueue` accepts besides the map kind: data that outlives the work queued on
+/// it. Host data and a region's handles are borrowed for the stream's scope `'s` (the copies back
+/// land after the call returns); a scope's `DeviceSlice` lives as long as the scope; a
+/// `DeviceVec` and its views are borrowed as the stream handle's mode `M` says
+/// ([`crate::Borrows`]): on a running stream for the call only, since the vector orders its later
+/// uses after the queued work and waits for it before it is freed (see `crate::ordering`); on the
+/// handle recording a graph, for the graph's lifetime.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` does not live as long as the stream's scope",
+    label = "borrow it for the whole `offload::scope` (or use a `DeviceVec`)"
+)]
+pub trait StreamArg<'s, M: StreamMode = Runs>: sealed::Sealed {}
+
+pub(crate) mod sealed {
+    /// Only the runtime's argument types can promise what [`super::StreamArg`] needs.
+    pub trait Sealed {}
+}
+
+macro_rules! host_stream_args {
+    ($($ty:ty $(, $n:ident)?);*) => {$(
+        impl<'a, T $(, const $n: usize)?> sealed::Sealed for $ty {}
+        impl<'s, 'a: 's, M: StreamMode, T $(, const $n: usize)?> StreamArg<'s, M> for $ty {}
+    )*};
+}
+host_stream_args!(&'a [T]; &'a Vec<T>; &'a [T; N], N; &'a mut [T]; &'a mut Vec<T>; &'a mut [T; N], N);
+
+macro_rules! wrapped_stream_args {
+    ($($wrapper:ident),*) => {$(
+        impl<S: sealed::Sealed> sealed::Sealed for $wrapper<S> {}
+        impl<'s, M: StreamMode, S: StreamArg<'s, M>> StreamArg<'s, M> for $wrapper<S> {}
+    )*};
+}
+wrapped_stream_args!(To, From, ToFrom, Alloc, Present);
 
 fn input<'a, T: DeviceCopy>(data: &[T], present_only: bool) -> KernelArg<'a> {
     KernelArg::new(ArgData::Slice {

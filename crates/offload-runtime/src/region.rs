@@ -326,7 +326,7 @@ impl<'r, T: DeviceCopy> Mapped<'r, T> {
     }
 
     fn kernel_arg<'a>(&self) -> KernelArg<'a> {
-        KernelArg::resident::<T>(self.device, self.addr, self.len, false)
+        KernelArg::resident::<T>(self.device, self.addr, self.len, false, None)
     }
 }
 
@@ -374,7 +374,7 @@ impl<T: DeviceCopy> MappedMut<'_, T> {
     }
 
     fn kernel_arg<'a>(&self, writable: bool) -> KernelArg<'a> {
-        KernelArg::resident::<T>(self.device.id(), self.addr, self.len, writable)
+        KernelArg::resident::<T>(self.device.id(), self.addr, self.len, writable, None)
     }
 
     fn host(&mut self) -> &mut [T] {

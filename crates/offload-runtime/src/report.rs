@@ -4,6 +4,7 @@
 use crate::backend::Shape;
 use offload_kernel::Dim3;
 use std::cell::RefCell;
+use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::time::Duration;
 
 /// What one launch did: its shape, the bytes it moved and where the time went.
@@ -26,6 +27,9 @@ pub struct LaunchReport {
     /// From submitting the kernel to its completion, measured on the host after the device had
     /// drained every earlier operation (so it includes launch latency, a few microseconds).
     pub kernel_time: Duration,
+    /// The kernel's time as the device measured it (events around the kernel alone), for plain
+    /// launches while [`measure_device_time`] is on or `OFFLOAD_INFO` is set; `None` otherwise.
+    pub device_time: Option<Duration>,
     /// Time of the copies back.
     pub time_from_device: Duration,
 }
@@ -41,6 +45,21 @@ impl LaunchReport {
             ..LaunchReport::default()
         }
     }
+}
+
+/// Whether plain launches time their kernels with events.
+static DEVICE_TIME: AtomicBool = AtomicBool::new(false);
+
+/// Have plain launches from now on also time each kernel on the device, with a pair of events
+/// around it ([`LaunchReport::device_time`]), or stop (`false`). `OFFLOAD_INFO=1` turns it on
+/// too. Off by default, since the events add to each launch's cost.
+pub fn measure_device_time(on: bool) {
+    DEVICE_TIME.store(on, Relaxed);
+}
+
+/// Whether a plain launch should time its kernel on the device.
+pub(crate) fn device_time_wanted() -> bool {
+    DEVICE_TIME.load(Relaxed) || crate::trace::enabled()
 }
 
 thread_local! {

@@ -8,7 +8,12 @@
 //! must outlive the scope, and the scope waits for every stream before it returns (also when its
 //! body fails or panics). A `&mut [T]` handed to a stream stays borrowed until the scope ends, so
 //! the caller cannot read results before they have arrived. Data that stays on the device between
-//! kernels lives in [`DeviceSlice`]s of the scope.
+//! kernels lives in a [`crate::DeviceVec`] (borrowed for each call only, so it serves loops and
+//! outlives the scope) or in [`DeviceSlice`]s of the scope.
+//!
+//! Device data used on several streams is ordered automatically (see `crate::ordering`): a
+//! kernel queued on one stream that reads what another stream's kernel writes waits for it, on
+//! the device. Work that stays on one stream records no event for that.
 //!
 //! On a GPU a launch on a stream queues the allocation of its device buffers, the copies in, the
 //! kernel, the copies back and the release, then returns. Copies from and to pageable memory are
@@ -24,10 +29,14 @@ use crate::backend::{Backend, DevicePtr, NativeQueue, QueueEvent, Shape};
 use crate::device::{check_resident, Device};
 use crate::device_slice::{DeviceSlice, ScopeAllocation};
 use crate::graph::{Graph, Recording, ReplayQueue};
-use crate::kernel::{Kernel, KernelArg, OutKind};
+use crate::kernel::{claim_uses, ArgData, Kernel, KernelArg, OutKind};
 use crate::launch::Launch;
 use crate::loaded::{Entry, LoadedImage};
+use crate::map::{InArg, OutArg, StreamArg};
+use crate::ordering::Uses;
 use crate::report::LaunchReport;
+use crate::stream_mode::{Records, Runs, StreamMode};
+use crate::trace::{self, CopySource, LaunchSummary};
 use crate::transfer::{kernel_failed, pack, HostData};
 use crate::{Error, Result};
 use offload_kernel::DeviceCopy;
@@ -87,18 +96,17 @@ impl<'scope> StreamScope<'scope, '_> {
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .push(queue.clone());
-        Ok(Stream {
-            queue,
-            _scope: PhantomData,
-        })
+        Ok(Stream::on(queue))
     }
 }
 
 /// A queue of launches on one device, made by [`StreamScope::stream`]. Launch on it with a
-/// kernel's generated `enqueue(&stream, launch, args…)`.
-pub struct Stream<'scope> {
+/// kernel's generated `enqueue(&stream, launch, args…)`. Its mode `M` is [`Runs`]; the handle
+/// that [`Stream::record_graph`] gives its body is [`Records`] (see `crate::stream_mode`).
+pub struct Stream<'scope, M: StreamMode = Runs> {
     queue: Arc<Queue>,
     _scope: PhantomData<&'scope mut &'scope ()>,
+    _mode: PhantomData<M>,
 }
 
 struct Queue {
@@ -109,15 +117,17 @@ struct Queue {
     /// read then.
     launched: Mutex<Vec<(&'static str, Arc<LoadedImage>)>>,
     /// Memory of the device slices this stream made, released when the scope drops the queue
-    /// (after waiting for every stream of the scope).
-    allocations: Mutex<Vec<ScopeAllocation>>,
+    /// (after waiting for every stream of the scope). Boxed: slices refer to their uses by
+    /// address, which the vector's growth would move.
+    #[allow(clippy::vec_box)]
+    allocations: Mutex<Vec<Box<ScopeAllocation>>>,
     /// The recording in progress ([`Stream::record_graph`]), which takes the launches queued.
     recording: Mutex<Option<Recording>>,
 }
 
 impl ReplayQueue for Queue {
-    fn backend(&self) -> &dyn Backend {
-        &*self.backend
+    fn backend(&self) -> &Arc<dyn Backend> {
+        &self.backend
     }
 
     fn after_device_queue(&self) -> Result<()> {
@@ -174,10 +184,33 @@ impl Queue {
     }
 }
 
-impl<'scope> Stream<'scope> {
+impl<'scope, M: StreamMode> Stream<'scope, M> {
+    fn on(queue: Arc<Queue>) -> Self {
+        Stream {
+            queue,
+            _scope: PhantomData,
+            _mode: PhantomData,
+        }
+    }
+
     /// The device the stream queues work on.
     pub fn device(&self) -> &Device {
         &self.queue.device
+    }
+
+    fn recording(&self) -> std::sync::MutexGuard<'_, Option<Recording>> {
+        self.queue
+            .recording
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+impl<'scope> Stream<'scope> {
+    /// Another handle of this stream (for BLAS calls on it).
+    #[cfg(feature = "cublas")]
+    pub(crate) fn handle(&self) -> Stream<'scope> {
+        Stream::on(self.queue.clone())
     }
 
     /// Wait until everything queued so far has run; `Err(KernelFailed)` if a kernel of it
@@ -187,10 +220,14 @@ impl<'scope> Stream<'scope> {
         self.queue.synchronize()
     }
 
-    /// Record the launches `body` queues on this stream into a [`Graph`] instead of running
-    /// them, to queue them again, all at once, with [`Graph::launch`] (see [`crate::graph`]:
-    /// device data and values only; nothing but launches on this stream meanwhile).
-    pub fn record_graph(&self, body: impl FnOnce(&Self) -> Result<()>) -> Result<Graph<'scope>> {
+    /// Record the launches `body` queues on the handle it is given into a [`Graph`] instead of
+    /// running them, to queue them again, all at once, with [`Graph::launch`] (see
+    /// [`crate::graph`]: device data and values only; a `DeviceVec` stays borrowed while the
+    /// graph lives; nothing is queued on this stream meanwhile).
+    pub fn record_graph<'g>(
+        &self,
+        body: impl FnOnce(&Stream<'scope, Records<'g>>) -> Result<()>,
+    ) -> Result<Graph<'scope, 'g>> {
         let queue = &*self.queue.backend;
         {
             let mut recording = self.recording();
@@ -203,7 +240,8 @@ impl<'scope> Stream<'scope> {
             }
             *recording = Some(Recording::begin(queue)?);
         }
-        let recorded = catch_unwind(AssertUnwindSafe(|| body(self)));
+        let recorder = Stream::on(self.queue.clone());
+        let recorded = catch_unwind(AssertUnwindSafe(|| body(&recorder)));
         let recording = self.recording().take().expect("recording since `begin`");
         // Ended whatever `body` did, so that the stream stops recording.
         let graph = recording.end(self.queue.clone());
@@ -214,22 +252,18 @@ impl<'scope> Stream<'scope> {
         graph
     }
 
-    fn recording(&self) -> std::sync::MutexGuard<'_, Option<Recording>> {
-        self.queue
-            .recording
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-    }
-
-    /// `Err` naming `what` while the stream records: only launches can be recorded.
-    fn refuse_while_recording(&self, what: &'static str) -> Result<()> {
+    /// `Err` naming `what` while the stream records: only launches on the handle that
+    /// `record_graph` gives its body can be recorded.
+    pub(crate) fn refuse_while_recording(&self, what: &'static str) -> Result<()> {
         if self.recording().is_none() {
             return Ok(());
         }
         Err(Error::InvalidLaunch {
             kernel: what,
             device: self.queue.device.name().to_string(),
-            reason: "the stream is recording, and only kernel launches can be recorded".to_string(),
+            reason: "the stream is recording: only kernel launches on the handle that \
+                     record_graph gives its body can be recorded"
+                .to_string(),
         })
     }
 
@@ -241,15 +275,84 @@ impl<'scope> Stream<'scope> {
         if !src.is_empty() {
             // SAFETY: the slice holds `src.len()` elements; `src` is borrowed for the scope,
             // which waits for the copy.
-            unsafe {
-                self.queue.backend.copy_to_device(
-                    DevicePtr(slice.addr),
-                    src.as_ptr() as *const u8,
-                    size_of_val(src),
-                )?
-            };
+            unsafe { self.copy_in(DevicePtr(slice.addr), src)? };
         }
         Ok(slice)
+    }
+
+    /// Queue a copy of `src` into `dst`, device data of this stream's device of the same length:
+    /// a `&mut DeviceVec`, a view `dv.slice_mut(a..b)` or a `DeviceSlice`. It is ordered after
+    /// the other streams' uses of `dst`, as a kernel writing it would be.
+    pub fn upload_into<T: DeviceCopy>(
+        &self,
+        src: &'scope [T],
+        dst: impl OutArg<T> + StreamArg<'scope>,
+    ) -> Result<()> {
+        self.refuse_while_recording("offload::Stream::upload_into")?;
+        let dst = dst.into_kernel_arg();
+        let (addr, len) = self.resident("offload::Stream::upload_into", "dst", &dst)?;
+        if len != src.len() {
+            return Err(Error::LengthMismatch {
+                what: "Stream::upload_into",
+                expected: len,
+                found: src.len(),
+            });
+        }
+        if src.is_empty() {
+            return Ok(());
+        }
+        let claim = claim_uses(std::slice::from_ref(&dst));
+        claim.order_on(&self.queue.backend)?;
+        // SAFETY: `dst` holds `src.len()` elements; `src` is borrowed for the scope, which waits
+        // for the copy.
+        unsafe { self.copy_in(DevicePtr(addr), src)? };
+        claim.queued_on(&self.queue.backend);
+        Ok(())
+    }
+
+    /// Queue a copy of `src` to `dst`, traced.
+    ///
+    /// # Safety
+    /// `dst` holds `src.len()` elements, and `src` is borrowed for the scope.
+    unsafe fn copy_in<T: DeviceCopy>(&self, dst: DevicePtr, src: &'scope [T]) -> Result<()> {
+        let (host, bytes) = (src.as_ptr() as *const u8, size_of_val(src));
+        // SAFETY: per the contract.
+        unsafe { self.queue.backend.copy_to_device(dst, host, bytes)? };
+        let device = &self.queue.device;
+        if !device.memory_is_host() {
+            let source = CopySource::StreamUpload;
+            trace::queued_copy_to_device(device.id(), device.name(), host, bytes, source);
+        }
+        Ok(())
+    }
+
+    /// Address and length of `arg`, device data on this stream's device; else an error naming
+    /// `what` and `argument`.
+    fn resident(
+        &self,
+        what: &'static str,
+        argument: &'static str,
+        arg: &KernelArg<'_>,
+    ) -> Result<(u64, usize)> {
+        let device = &self.queue.device;
+        match arg.data {
+            ArgData::Resident {
+                device: on,
+                addr,
+                len,
+                ..
+            } => {
+                check_resident(what, device.id(), device.name(), on)?;
+                Ok((addr, len))
+            }
+            _ => Err(Error::InvalidArgument {
+                kernel: what,
+                argument,
+                reason: "is host data: it takes device data (a DeviceVec, a view of one, or a \
+                         DeviceSlice)"
+                    .to_string(),
+            }),
+        }
     }
 
     /// `len` zeroed elements of device memory, zeroed in order on this stream.
@@ -268,59 +371,69 @@ impl<'scope> Stream<'scope> {
         let device_id = self.queue.device.id();
         let bytes = len * size_of::<T>();
         if bytes == 0 {
-            return Ok(DeviceSlice::new(device_id, 0, len));
+            return Ok(DeviceSlice::new(device_id, 0, len, None));
         }
         let queue = &self.queue.backend;
         let ptr = queue.alloc(what, bytes)?;
-        let allocation = ScopeAllocation::new(queue.clone(), ptr);
+        let allocation = Box::new(ScopeAllocation::new(queue.clone(), ptr));
         if zero {
             // SAFETY: `ptr` holds `bytes`.
             unsafe { queue.fill_zero(ptr, bytes)? };
         }
-        let addr = ptr.0;
-        self.queue
+        // Written on this stream (zeroed, or about to be uploaded).
+        allocation.uses.claim(true).queued_on(queue);
+        let mut allocations = self
+            .queue
             .allocations
             .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .push(allocation);
-        Ok(DeviceSlice::new(device_id, addr, len))
+            .unwrap_or_else(|p| p.into_inner());
+        allocations.push(allocation);
+        let uses: *const Uses = &allocations[allocations.len() - 1].uses;
+        // SAFETY: the box stays in this queue's allocations, unmoved and unchanged, until the
+        // scope drops the queue, after `'scope` (the scope holds the queue until it returns).
+        let uses: &'scope Uses = unsafe { &*uses };
+        Ok(DeviceSlice::new(device_id, ptr.0, len, Some(uses)))
     }
 
-    /// Queue a copy of `src` (of this stream's device) into `dst` (same length), which holds the
-    /// data once the stream has been synchronized (at the latest when the scope ends). To a
-    /// [`crate::PinnedVec`] it runs asynchronously; to ordinary memory it is staged.
+    /// Queue a copy of `src` into `dst` (same length), which holds the data once the stream has
+    /// been synchronized (at the latest when the scope ends). `src` is device data of this
+    /// stream's device: a `DeviceSlice`, a `&DeviceVec` or a view `dv.slice(a..b)`; the copy is
+    /// ordered after the other streams' writes to it. To a [`crate::PinnedVec`] it runs
+    /// asynchronously; to ordinary memory it is staged.
     pub fn download<T: DeviceCopy>(
         &self,
-        src: DeviceSlice<'scope, T>,
+        src: impl InArg<T> + StreamArg<'scope>,
         dst: &'scope mut [T],
     ) -> Result<()> {
         self.refuse_while_recording("offload::Stream::download")?;
-        let device = &self.queue.device;
-        check_resident(
-            "offload::Stream::download",
-            device.id(),
-            device.name(),
-            src.device_id,
-        )?;
-        if src.len() != dst.len() {
+        let src = src.into_kernel_arg();
+        let (addr, len) = self.resident("offload::Stream::download", "src", &src)?;
+        if len != dst.len() {
             return Err(Error::LengthMismatch {
                 what: "Stream::download",
-                expected: src.len(),
+                expected: len,
                 found: dst.len(),
             });
         }
         if dst.is_empty() {
             return Ok(());
         }
+        let (host, bytes) = (dst.as_mut_ptr() as *mut u8, size_of_val(dst));
+        let claim = claim_uses(std::slice::from_ref(&src));
+        claim.order_on(&self.queue.backend)?;
         // SAFETY: `src` holds `dst.len()` elements; `dst` is borrowed for the scope, which waits
         // for the copy.
         unsafe {
-            self.queue.backend.copy_from_device(
-                dst.as_mut_ptr() as *mut u8,
-                DevicePtr(src.addr),
-                size_of_val(dst),
-            )
+            self.queue
+                .backend
+                .copy_from_device(host, DevicePtr(addr), bytes)?
+        };
+        claim.queued_on(&self.queue.backend);
+        let device = &self.queue.device;
+        if !device.memory_is_host() {
+            trace::queued_copy_from_device(device.id(), device.name(), host, bytes);
         }
+        Ok(())
     }
 
     /// The vendor's handle of this stream, for vendor libraries to queue work in order with
@@ -339,6 +452,7 @@ impl<'scope> Stream<'scope> {
     /// Copies `src` (of this stream's device) into a new vector once the work queued on the
     /// stream before has run: waits for the stream, so a kernel failure in it is the error.
     pub fn to_vec<T: DeviceCopy>(&self, src: DeviceSlice<'scope, T>) -> Result<Vec<T>> {
+        self.refuse_while_recording("offload::Stream::to_vec")?;
         let device = &self.queue.device;
         check_resident(
             "offload::Stream::to_vec",
@@ -348,6 +462,9 @@ impl<'scope> Stream<'scope> {
         )?;
         // SAFETY: the `DeviceCopy` contract makes all-zero bytes a valid `T`.
         let mut out = vec![unsafe { std::mem::zeroed() }; src.len()];
+        let arg = InArg::into_kernel_arg(src);
+        let claim = claim_uses(std::slice::from_ref(&arg));
+        claim.order_on(&self.queue.backend)?;
         if !out.is_empty() {
             // SAFETY: `src` holds `out.len()` elements; `out` is waited for below, before it
             // is returned or dropped.
@@ -363,15 +480,10 @@ impl<'scope> Stream<'scope> {
                 let _ = self.queue.backend.synchronize();
                 return Err(e);
             }
+            claim.queued_on(&self.queue.backend);
         }
         self.synchronize()?;
         Ok(out)
-    }
-
-    /// Order the work queued from now on after the work queued on the device's own queue (where
-    /// `DeviceVec`s and data regions allocate and copy).
-    fn after_device_queue(&self) -> Result<()> {
-        self.queue.after_device_queue()
     }
 
     /// A mark after the work queued so far.
@@ -421,9 +533,9 @@ impl Event {
 
 /// Queue `kernel` with `args` on `stream` (what the generated `enqueue` calls): as
 /// [`crate::launch::launch`], on the stream's device, without waiting.
-pub fn enqueue(
+pub fn enqueue<M: StreamMode>(
     kernel: &'static Kernel,
-    stream: &Stream<'_>,
+    stream: &Stream<'_, M>,
     launch: Launch<'_>,
     args: &mut [KernelArg<'_>],
 ) -> Result<()> {
@@ -444,10 +556,22 @@ pub fn enqueue(
     let (shape, entry) = launch.prepare(kernel, device, args)?;
     let backend = &*stream.queue.backend;
     if let Some(recording) = stream.recording().as_mut() {
+        // A running handle's arguments are borrowed for the call only: a graph could outlive
+        // them.
+        if !M::RECORDS {
+            return Err(Error::InvalidLaunch {
+                kernel: kernel.name,
+                device: device.name().to_string(),
+                reason: "the stream is recording: enqueue on the handle that record_graph gives \
+                         its body"
+                    .to_string(),
+            });
+        }
         return recording.add(backend, device, kernel, &entry, shape, args);
     }
     let mut report = LaunchReport::new(kernel.name, device.name(), shape);
     let mut buffers = Vec::with_capacity(args.len());
+    let mut summary = LaunchSummary::default();
     let queued = queue_launch(
         stream,
         kernel,
@@ -456,6 +580,7 @@ pub fn enqueue(
         args,
         &mut buffers,
         &mut report,
+        &mut summary,
     );
     for ptr in buffers {
         // SAFETY: allocated above on this queue; the release is ordered after the work queued
@@ -469,6 +594,11 @@ pub fn enqueue(
         .lock()
         .unwrap_or_else(|p| p.into_inner())
         .push((kernel.name, entry.image));
+    if device.memory_is_host() {
+        trace::host_launch(&report);
+    } else {
+        trace::queued_launch(&report, &summary);
+    }
     crate::report::record(report);
     Ok(())
 }
@@ -476,19 +606,34 @@ pub fn enqueue(
 /// Queue the copies in, the kernel and the copies back; `buffers` gets every allocation, to be
 /// released by the caller whatever happens. Map kinds are honoured as by a plain launch, except
 /// that data regions are not consulted: host slices are copied for the launch, and `present(..)`
-/// is refused (pass the region's mapped handle instead).
-fn queue_launch(
-    stream: &Stream<'_>,
+/// is refused (pass the region's mapped handle instead). Device data is ordered after its
+/// conflicting uses on other queues.
+#[allow(clippy::too_many_arguments)]
+fn queue_launch<M: StreamMode>(
+    stream: &Stream<'_, M>,
     kernel: &'static Kernel,
     entry: &Entry,
     shape: Shape,
     args: &[KernelArg<'_>],
     buffers: &mut Vec<DevicePtr>,
     report: &mut LaunchReport,
+    summary: &mut LaunchSummary,
 ) -> Result<()> {
     let device = &stream.queue.device;
     let backend = &*stream.queue.backend;
+    let traced = !device.memory_is_host();
     let mut copy_back = Vec::new();
+    let copy_in = |d: DevicePtr, ptr: *const u8, bytes: usize, report: &mut LaunchReport| {
+        // SAFETY: the host slice is borrowed for the stream's scope, which outlives the copy;
+        // `d` holds `bytes`.
+        unsafe { backend.copy_to_device(d, ptr, bytes)? };
+        report.bytes_to_device += bytes;
+        if traced {
+            let source = CopySource::StreamArgument;
+            trace::queued_copy_to_device(device.id(), device.name(), ptr, bytes, source);
+        }
+        Ok::<(), Error>(())
+    };
     let (params, resident) = pack(device, kernel.name, args, |data| match data {
         HostData::Input {
             present_only: true, ..
@@ -501,18 +646,15 @@ fn queue_launch(
         }),
         HostData::Input { ptr, bytes, .. } => {
             let d = alloc(backend, kernel, bytes, buffers)?;
-            // SAFETY: the host slice is borrowed for the stream's scope, which outlives the
-            // copy; `d` holds `bytes`.
-            unsafe { backend.copy_to_device(d, ptr, bytes)? };
-            report.bytes_to_device += bytes;
+            summary.copied += 1;
+            copy_in(d, ptr, bytes, report)?;
             Ok(d)
         }
         HostData::Output { ptr, bytes, kind } => {
             let d = alloc(backend, kernel, bytes, buffers)?;
+            summary.copied += 1;
             if matches!(kind, OutKind::ToFrom | OutKind::To) {
-                // SAFETY: as for `&[T]` above.
-                unsafe { backend.copy_to_device(d, ptr, bytes)? };
-                report.bytes_to_device += bytes;
+                copy_in(d, ptr, bytes, report)?;
             } else {
                 // SAFETY: `d` holds `bytes`.
                 unsafe { backend.fill_zero(d, bytes)? };
@@ -523,21 +665,34 @@ fn queue_launch(
             Ok(d)
         }
     })?;
-    if resident > 0 {
-        stream.after_device_queue()?;
+    summary.resident = resident;
+    let claim = claim_uses(args);
+    // Data whose uses are not tracked (a region's handles; any, with tracking off) may have been
+    // written on the device's own queue.
+    let untracked = |a: &KernelArg<'_>| a.uses.is_none() || claim.is_empty();
+    if args
+        .iter()
+        .any(|a| matches!(a.data, ArgData::Resident { .. }) && untracked(a))
+    {
+        stream.queue.after_device_queue()?;
     }
+    claim.order_on(&stream.queue.backend)?;
     let launched = Instant::now();
     // SAFETY: `params` were packed from the arguments of this kernel's launcher; the buffers
     // they name are freed after the queued work, and the host data they name stays borrowed for
     // the stream's scope.
     unsafe { backend.launch(entry.handle, shape, &params) }
         .map_err(|e| kernel_failed(kernel.name, e))?;
+    claim.queued_on(&stream.queue.backend);
     report.kernel_time = launched.elapsed();
-    for (host, device, bytes) in copy_back {
+    for (host, d, bytes) in copy_back {
         report.bytes_from_device += bytes;
         // SAFETY: the `&mut` host slice is borrowed for the stream's scope, which waits for the
         // copy before it ends.
-        unsafe { backend.copy_from_device(host, device, bytes)? };
+        unsafe { backend.copy_from_device(host, d, bytes)? };
+        if traced {
+            trace::queued_copy_from_device(device.id(), device.name(), host, bytes);
+        }
     }
     Ok(())
 }

@@ -212,6 +212,10 @@ pub(crate) enum CopySource {
     RegionUpdate,
     /// `DeviceVec::from_slice` or `copy_from_host`.
     DeviceVec,
+    /// `Stream::upload` or `Stream::upload_into`.
+    StreamUpload,
+    /// A host slice passed to `enqueue` (streams copy them for each launch).
+    StreamArgument,
 }
 
 impl CopySource {
@@ -233,6 +237,14 @@ impl CopySource {
                 "keep using the DeviceVec that holds them (pass &dv to the kernels) instead of \
                  uploading them again"
             }
+            CopySource::StreamUpload => {
+                "upload them once (into a DeviceVec, or a DeviceSlice of the scope) and pass that \
+                 handle to the kernels"
+            }
+            CopySource::StreamArgument => {
+                "a stream copies host slices for every launch: upload them once (a DeviceVec, or \
+                 Stream::upload) and pass the handle to enqueue"
+            }
         }
     }
 }
@@ -247,6 +259,18 @@ fn redundant_warning(bytes: usize, host: *const u8, device: &str, source: CopySo
     )
 }
 
+/// How long a copy took, or that it was queued on a stream (its time is not known then).
+fn timing(bytes: usize, time: Option<Duration>) -> String {
+    match time {
+        Some(time) => format!(
+            "in {:.3} ms ({})",
+            time.as_secs_f64() * 1e3,
+            rate(bytes, time)
+        ),
+        None => "queued on a stream".to_string(),
+    }
+}
+
 /// `bytes` host bytes at `host` were copied to device `device_id` by `source`.
 pub(crate) fn copy_to_device(
     device_id: usize,
@@ -256,16 +280,38 @@ pub(crate) fn copy_to_device(
     time: Duration,
     source: CopySource,
 ) {
+    sent_to_device(device_id, device, host, bytes, Some(time), source)
+}
+
+/// A copy of `bytes` host bytes at `host` to device `device_id` was queued on a stream by
+/// `source`; the host bytes stay borrowed, unchanged, until the stream's scope ends.
+pub(crate) fn queued_copy_to_device(
+    device_id: usize,
+    device: &str,
+    host: *const u8,
+    bytes: usize,
+    source: CopySource,
+) {
+    sent_to_device(device_id, device, host, bytes, None, source)
+}
+
+fn sent_to_device(
+    device_id: usize,
+    device: &str,
+    host: *const u8,
+    bytes: usize,
+    time: Option<Duration>,
+    source: CopySource,
+) {
     add(Field::BytesTo, bytes as u64);
     add(Field::CopiesTo, 1);
     if !enabled() {
         return;
     }
     print(format_args!(
-        "copy   to     {bytes:>12} B  host {:#x} -> {device} in {:.3} ms ({})",
+        "copy   to     {bytes:>12} B  host {:#x} -> {device} {}",
         host as usize,
-        time.as_secs_f64() * 1e3,
-        rate(bytes, time)
+        timing(bytes, time)
     ));
     // SAFETY: the caller just copied these bytes; they are readable.
     let sum = digest(unsafe { std::slice::from_raw_parts(host, bytes) });
@@ -294,10 +340,9 @@ pub(crate) fn copy_from_device(
         return;
     }
     print(format_args!(
-        "copy   from   {bytes:>12} B  host {:#x} <- {device} in {:.3} ms ({})",
+        "copy   from   {bytes:>12} B  host {:#x} <- {device} {}",
         host as usize,
-        time.as_secs_f64() * 1e3,
-        rate(bytes, time)
+        timing(bytes, Some(time))
     ));
     // SAFETY: the caller just wrote these bytes; they are readable.
     let sum = digest(unsafe { std::slice::from_raw_parts(host, bytes) });
@@ -305,6 +350,30 @@ pub(crate) fn copy_from_device(
         .lock()
         .unwrap_or_else(|p| p.into_inner())
         .insert((device_id, host as usize, bytes), sum);
+}
+
+/// A copy of `bytes` device bytes to host memory at `host` from device `device_id` was queued on
+/// a stream (the bytes arrive later: their contents are not known yet).
+pub(crate) fn queued_copy_from_device(
+    device_id: usize,
+    device: &str,
+    host: *const u8,
+    bytes: usize,
+) {
+    add(Field::BytesFrom, bytes as u64);
+    add(Field::CopiesFrom, 1);
+    if !enabled() {
+        return;
+    }
+    print(format_args!(
+        "copy   from   {bytes:>12} B  host {:#x} <- {device} {}",
+        host as usize,
+        timing(bytes, None)
+    ));
+    device_contents()
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .remove(&(device_id, host as usize, bytes));
 }
 
 /// What one launch moved, for its summary line.
@@ -319,9 +388,13 @@ pub(crate) struct LaunchSummary {
 pub(crate) fn launch(report: &crate::LaunchReport, summary: &LaunchSummary) {
     add(Field::Launches, 1);
     if enabled() {
+        let device_time = match report.device_time {
+            Some(t) => format!(" (on the device {:.3} ms)", t.as_secs_f64() * 1e3),
+            None => String::new(),
+        };
         print(format_args!(
             "launch {} on {}: slices {} present, {} copied, {} device-resident; {} B to device, \
-             {} B from device; to {:.3} ms, kernel {:.3} ms, from {:.3} ms",
+             {} B from device; to {:.3} ms, kernel {:.3} ms{device_time}, from {:.3} ms",
             report.kernel,
             report.device,
             summary.present,
@@ -332,6 +405,23 @@ pub(crate) fn launch(report: &crate::LaunchReport, summary: &LaunchSummary) {
             report.time_to_device.as_secs_f64() * 1e3,
             report.kernel_time.as_secs_f64() * 1e3,
             report.time_from_device.as_secs_f64() * 1e3,
+        ));
+    }
+}
+
+/// The summary line of a launch queued on a stream of a GPU (its copies have lines of their own).
+pub(crate) fn queued_launch(report: &crate::LaunchReport, summary: &LaunchSummary) {
+    add(Field::Launches, 1);
+    if enabled() {
+        print(format_args!(
+            "queue  {} on {}: slices {} copied, {} device-resident; {} B to device, {} B from \
+             device",
+            report.kernel,
+            report.device,
+            summary.copied,
+            summary.resident,
+            report.bytes_to_device,
+            report.bytes_from_device,
         ));
     }
 }
@@ -374,6 +464,10 @@ mod tests {
         assert!(!warn(CopySource::DeviceVec).contains("offload::region"));
         assert!(warn(CopySource::RegionMap).contains("one region around all the launches"));
         assert!(warn(CopySource::RegionUpdate).contains("update_to only after the host changed"));
+        assert!(warn(CopySource::StreamUpload).contains("upload them once"));
+        assert!(!warn(CopySource::StreamUpload).contains("offload::region"));
+        assert!(warn(CopySource::StreamArgument).contains("pass the handle to enqueue"));
+        assert!(!warn(CopySource::StreamArgument).contains("offload::region"));
         assert!(warn(CopySource::LaunchArgument).starts_with(
             "WARNING: 64 B at host 0x1000 went to GPU again, unchanged since they last moved: "
         ));

@@ -14,7 +14,7 @@
 use crate::backend::{Backend, DevicePtr, PackedArgs, Shape};
 use crate::bounce::Bounce;
 use crate::device::{check_resident, Device};
-use crate::kernel::{ArgData, KernelArg, OutKind};
+use crate::kernel::{claim_uses, ArgData, KernelArg, OutKind};
 use crate::loaded::Entry;
 use crate::output_backup::OutputBackups;
 use crate::present::{self, Key};
@@ -300,6 +300,9 @@ pub(crate) fn launch(
         }
     })?;
     summary.resident += resident;
+    // Device data that streams use: after their conflicting work, and noted as done below.
+    let claim = claim_uses(args);
+    claim.order_on(device.queue())?;
     // Drain the copies first, so that the kernel's time is its own; not for copies from the
     // bounce buffer (small: waiting for them apart would cost as much as they do) or when nothing
     // was copied (the queue holds no work of this launch).
@@ -312,9 +315,13 @@ pub(crate) fn launch(
     let launched = Instant::now();
     report.time_to_device = launched - start;
     let failed = |e: Error| kernel_failed(kernel, e);
+    // Timing is a diagnostic: a device without events just reports none.
+    let timed = crate::report::device_time_wanted();
+    let begin = timed.then(|| backend.record_event().ok()).flatten();
     // SAFETY: `params` were packed from the arguments of this kernel's launcher, and the device
     // copies they name live until `buffers` is dropped, after the queue drained.
     unsafe { backend.launch(entry.handle, shape, &params) }.map_err(failed)?;
+    let end = begin.as_ref().and_then(|_| backend.record_event().ok());
     // Small results go to their bounce slots right behind the kernel, and reach the caller only
     // once the kernel is known to have succeeded.
     for &(_, device, bytes, slot) in &copy_back {
@@ -329,6 +336,9 @@ pub(crate) fn launch(
     backend.synchronize().map_err(failed)?;
     let finished = Instant::now();
     report.kernel_time = finished - launched;
+    if let (Some(begin), Some(end)) = (begin, end) {
+        report.device_time = end.elapsed_since(&*begin).ok();
+    }
     // A panicking GPU thread just ends, without faulting: its image's panic record tells.
     if let Some(message) = entry.image.take_panic(backend)? {
         return Err(Error::KernelFailed {
@@ -367,6 +377,7 @@ pub(crate) fn launch(
     if !copy_back.is_empty() {
         report.time_from_device = finished.elapsed();
     }
+    claim.completed();
     drop(buffers);
     if traced {
         trace::launch(report, &summary);

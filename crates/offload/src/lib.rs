@@ -10,10 +10,11 @@ pub use offload_macros::{kernel, DeviceCopy};
 
 #[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
 pub use offload_runtime::{
-    default_device, devices, devices_of, last_launch, plugins_without_devices, region, region_on,
-    scope, BackendKind, Device, DeviceImage, DeviceSlice, DeviceVec, Error, Event, Graph,
-    ImageFormat, ImageSet, Launch, LaunchReport, Limits, Mapped, MappedMut, MemoryInfo,
-    NativeQueue, PinnedVec, Platform, Region, Result, Stream, StreamScope,
+    default_device, devices, devices_of, last_launch, measure_device_time, plugins_without_devices,
+    region, region_on, scope, BackendKind, Borrows, Device, DeviceImage, DeviceSlice, DeviceVec,
+    DeviceView, DeviceViewMut, Error, Event, Graph, ImageFormat, ImageSet, Launch, LaunchReport,
+    Limits, Mapped, MappedMut, MemoryInfo, NativeQueue, PinnedVec, Platform, Records, Region,
+    Result, Runs, Stream, StreamMode, StreamScope,
 };
 
 /// Level-1 BLAS (cuBLAS on CUDA devices) on a stream scope's device data, in order with the
@@ -144,6 +145,7 @@ pub mod __private {
     pub use offload_runtime::backend::PackedArgs;
     pub use offload_runtime::kernel::{Kernel, KernelArg};
     pub use offload_runtime::launch::launch;
+    pub use offload_runtime::ordering::set_tracking;
     pub use offload_runtime::stream::enqueue;
 }
 

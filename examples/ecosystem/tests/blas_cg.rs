@@ -92,7 +92,7 @@ fn blas_matches_cpu(device: &Device) {
 }
 
 /// Wrong operands are errors, with nothing queued: lengths, a non-scalar alpha, a written
-/// operand that overlaps an input.
+/// operand that overlaps an input; so is a call while the stream records a graph.
 fn blas_refuses_bad_operands(device: &Device) {
     offload::scope(|s| {
         let stream = s.stream(device)?;
@@ -108,6 +108,11 @@ fn blas_refuses_bad_operands(device: &Device) {
             "{overlapping:?}"
         );
         assert!(matches!(v.slice(8..11), Err(Error::OutOfRange { end: 11, len: 10, .. })));
+        let recorded = stream.record_graph(|_| blas.scal(one, a)).map(|g| g.len());
+        assert!(
+            matches!(&recorded, Err(Error::InvalidLaunch { kernel: "offload::Blas::scal", reason, .. }) if reason.contains("recording")),
+            "{recorded:?}"
+        );
         Ok(())
     })
     .unwrap();

@@ -392,9 +392,9 @@ fn replay(device: &Device, raw: &RawDriver, saxpy: RawFunction) -> Result<()> {
         let stream = s.stream(device)?;
         let (dx, dy) = (stream.upload(&x)?, stream.upload(&y)?);
         let enqueue = || kernels::saxpy::enqueue(&stream, Launch::on(device), 1.0, dx, dy);
-        let graph = stream.record_graph(|_| {
+        let graph = stream.record_graph(|r| {
             for _ in 0..RECORDED {
-                enqueue()?;
+                kernels::saxpy::enqueue(r, Launch::on(device), 1.0, dx, dy)?;
             }
             Ok(())
         })?;

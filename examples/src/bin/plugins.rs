@@ -145,9 +145,10 @@ fn measure(
     let saxpy_gbps = saxpy_bandwidth(device, n)?;
     let small_launch = small_launch_latency(device)?;
     let (to_device_gbps, from_device_gbps) = pinned_copies(device, n)?;
-    let one = best_of_5(y, |y| chunked_relax(device, 1, chunk, steps, x, y))?;
-    let two = best_of_5(y, |y| chunked_relax(device, 2, chunk, steps, x, y))?;
-    let four = best_of_5(y, |y| chunked_relax(device, 4, chunk, steps, x, y))?;
+    let one_device = std::slice::from_ref(device);
+    let one = best_of_5(y, |y| chunked_relax(one_device, 1, chunk, steps, x, y))?;
+    let two = best_of_5(y, |y| chunked_relax(one_device, 2, chunk, steps, x, y))?;
+    let four = best_of_5(y, |y| chunked_relax(one_device, 4, chunk, steps, x, y))?;
     let speed_up = |t: Duration| one.as_secs_f64() / t.as_secs_f64();
     Ok(Figures {
         saxpy_gbps,

@@ -9,8 +9,7 @@
 //! speed-up over one stream, and checks results against the CPU. With several GPUs, also the
 //! same work split across all of them, two streams each.
 
-use offload::{Device, Launch, PinnedVec};
-use offload_examples::kernels::streams::relax;
+use offload::{Device, PinnedVec};
 use offload_examples::overlap::{balanced_steps, best_of_5, chunked_relax};
 use offload_examples::reference;
 use std::time::Duration;
@@ -43,7 +42,7 @@ fn main() -> Result<(), Failure> {
     let mut times = Vec::new();
     for streams in [1usize, 2, 4] {
         let best = best_of_5(&mut y, |y| {
-            chunked_relax(&device, streams, chunk, steps, &x, y)
+            chunked_relax(std::slice::from_ref(&device), streams, chunk, steps, &x, y)
         })?;
         if streams == 1 {
             one_stream = best;
@@ -65,18 +64,7 @@ fn main() -> Result<(), Failure> {
         .cloned()
         .collect();
     if gpus.len() > 1 {
-        let all_gpus = best_of_5(&mut y, |y| {
-            offload::scope(|s| {
-                let share = n.div_ceil(gpus.len());
-                for (device, (y, x)) in gpus.iter().zip(y.chunks_mut(share).zip(x.chunks(share))) {
-                    let queues = [s.stream(device)?, s.stream(device)?];
-                    for (i, (y, x)) in y.chunks_mut(chunk).zip(x.chunks(chunk)).enumerate() {
-                        relax::enqueue(&queues[i % 2], Launch::auto(), steps, x, y)?;
-                    }
-                }
-                Ok(())
-            })
-        })?;
+        let all_gpus = best_of_5(&mut y, |y| chunked_relax(&gpus, 2, chunk, steps, &x, y))?;
         println!(
             "{} GPUs, 2 streams each: {:8.2} ms  speed-up over one stream on one GPU {:.2}x",
             gpus.len(),

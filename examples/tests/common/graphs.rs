@@ -1,9 +1,10 @@
 //! Recorded launches (`Stream::record_graph`, `Graph::launch`), shared by the host-backend and
 //! GPU suites: replays give the result of the same launches queued one by one, host data and
-//! non-launch work are refused while recording, and a panic in a replay is reported.
+//! work on the recording stream itself are refused while recording, a replay is ordered across
+//! streams, and a panic in a replay is reported.
 
 use super::floats;
-use offload::{Device, Error, Launch};
+use offload::{Device, DeviceVec, Error, Launch};
 use offload_examples::kernels::{saxpy, streams::relax};
 use offload_examples::reference;
 
@@ -54,12 +55,14 @@ pub fn replays_give_the_launches_result(device: &Device) {
     );
 }
 
-/// A host slice in a recorded launch is refused naming the remedy, as is an upload while
-/// recording; the stream records and runs normally afterwards.
+/// A host slice in a recorded launch is refused naming the remedy, as are an upload and a launch
+/// on the recording stream itself (its `DeviceVec` borrowed for the call only, which a graph
+/// would outlive); the stream records and runs normally afterwards.
 pub fn host_data_and_copies_are_refused_while_recording(device: &Device) {
     let x = floats(1000, 72);
     let mut y = floats(1000, 73);
     let mut back = vec![0.0f32; x.len()];
+    let vx = DeviceVec::from_slice(device, &x).unwrap();
     offload::scope(|s| {
         let stream = s.stream(device)?;
         let dx = stream.upload(&x)?;
@@ -72,10 +75,21 @@ pub fn host_data_and_copies_are_refused_while_recording(device: &Device) {
             }) => assert!(reason.contains("upload it first"), "{reason}"),
             other => panic!("expected InvalidArgument, got {:?}", other.map(|g| g.len())),
         }
-        match stream.record_graph(|s| s.upload(&x).map(drop)) {
+        match stream.record_graph(|_| stream.upload(&x).map(drop)) {
             Err(Error::InvalidLaunch { reason, .. }) => {
                 assert!(reason.contains("only kernel launches"), "{reason}")
             }
+            other => panic!("expected InvalidLaunch, got {:?}", other.map(|g| g.len())),
+        }
+        match stream.record_graph(|_| saxpy::enqueue(&stream, Launch::auto(), 1.0, &vx, dy)) {
+            Err(Error::InvalidLaunch {
+                kernel: "saxpy",
+                reason,
+                ..
+            }) => assert!(
+                reason.contains("the handle that record_graph gives"),
+                "{reason}"
+            ),
             other => panic!("expected InvalidLaunch, got {:?}", other.map(|g| g.len())),
         }
         let graph = stream.record_graph(|s| saxpy::enqueue(s, Launch::auto(), 1.0, dx, dy))?;
@@ -85,6 +99,39 @@ pub fn host_data_and_copies_are_refused_while_recording(device: &Device) {
     })
     .unwrap();
     assert!(bits(&back) == bits(&x), "on {}", device.name());
+}
+
+/// A graph recorded on `DeviceVec`s and replayed on one stream, then a kernel on another stream
+/// reading what the replays wrote, with no event between them: the reader waits for the replays
+/// by itself (as `streams::a_reader_on_another_stream_waits_for_the_writer` for launches).
+pub fn a_replay_is_ordered_across_streams(device: &Device) {
+    let n = 1 << 20;
+    let steps = if device.is_gpu() { 1000 } else { 5 };
+    let x = floats(n, 76);
+    let y0 = floats(n, 77);
+    let dx = DeviceVec::from_slice(device, &x).unwrap();
+    let mut dy = DeviceVec::from_slice(device, &y0).unwrap();
+    let mut dz = DeviceVec::zeroed(device, n).unwrap();
+    offload::scope(|s| {
+        let (writer, reader) = (s.stream(device)?, s.stream(device)?);
+        let graph =
+            writer.record_graph(|w| relax::enqueue(w, Launch::auto(), steps, &dx, &mut dy))?;
+        for _ in 0..4 {
+            graph.launch()?;
+        }
+        drop(graph);
+        saxpy::enqueue(&reader, Launch::auto(), 1.0, &dy, &mut dz)
+    })
+    .unwrap();
+    let mut expected = y0.clone();
+    for _ in 0..4 {
+        reference::relax(steps, &x, &mut expected);
+    }
+    assert!(
+        bits(&dz.to_vec().unwrap()) == bits(&expected),
+        "on {}",
+        device.name()
+    );
 }
 
 /// A recorded launch that panics (a thread indexes past `x`) fails the stream's synchronization

@@ -1,9 +1,11 @@
 //! Streams and device selection, shared by the host-backend and GPU suites.
 
 use super::floats;
-use offload::{Device, Error, Launch, PinnedVec};
+use offload::trace::thread_counters;
+use offload::{Device, DeviceVec, Error, Launch, PinnedVec, Stream};
 use offload_examples::kernels::{saxpy, streams::relax};
 use offload_examples::reference;
+use std::time::Duration;
 
 fn bits(v: &[f32]) -> Vec<u32> {
     v.iter().map(|x| x.to_bits()).collect()
@@ -46,6 +48,234 @@ pub fn two_streams_give_the_cpu_result(device: &Device) {
         "pinned on {}",
         device.name()
     );
+}
+
+/// The racing program of issue 12 on `streams` streams (1 or 2): a long kernel writes device data
+/// on the first, and a kernel reading it is queued at once on the last, with no event between
+/// them; once with a scope's device slices, once with `DeviceVec`s borrowed per call. Returns
+/// what the reader wrote, each way.
+pub fn writer_then_reader(
+    device: &Device,
+    streams: usize,
+    steps: u32,
+    x: &[f32],
+    y0: &[f32],
+) -> offload::Result<(Vec<f32>, Vec<f32>)> {
+    let n = x.len();
+    let mut from_slices = vec![0.0f32; n];
+    let dx = DeviceVec::from_slice(device, x)?;
+    let mut dy = DeviceVec::from_slice(device, y0)?;
+    let mut dz = DeviceVec::zeroed(device, n)?;
+    offload::scope(|s| {
+        let queues = (0..streams)
+            .map(|_| s.stream(device))
+            .collect::<offload::Result<Vec<Stream<'_>>>>()?;
+        let (writer, reader) = (&queues[0], &queues[streams - 1]);
+        let (sx, sy) = (writer.upload(x)?, writer.upload(y0)?);
+        let sz = reader.alloc_zeroed::<f32>(n)?;
+        relax::enqueue(writer, Launch::auto(), steps, sx, sy)?;
+        saxpy::enqueue(reader, Launch::auto(), 1.0, sy, sz)?;
+        reader.download(sz, &mut from_slices)?;
+        relax::enqueue(writer, Launch::auto(), steps, &dx, &mut dy)?;
+        saxpy::enqueue(reader, Launch::auto(), 1.0, &dy, &mut dz)?;
+        Ok(())
+    })?;
+    Ok((from_slices, dz.to_vec()?))
+}
+
+/// The racing program with no event between writer and reader gives the one-stream result (and
+/// the CPU's): the reader's stream waits for the writer's kernel by itself.
+pub fn a_reader_on_another_stream_waits_for_the_writer(device: &Device) {
+    let n = 1 << 20;
+    let steps = if device.is_gpu() { 4000 } else { 20 };
+    let x = floats(n, 70);
+    let y0 = floats(n, 71);
+    let mut expected = y0.clone();
+    reference::relax(steps, &x, &mut expected);
+    let one = writer_then_reader(device, 1, steps, &x, &y0).unwrap();
+    let two = writer_then_reader(device, 2, steps, &x, &y0).unwrap();
+    assert!(
+        bits(&one.0) == bits(&expected),
+        "one stream on {}",
+        device.name()
+    );
+    assert!(
+        bits(&two.0) == bits(&one.0),
+        "device slices on two streams on {}",
+        device.name()
+    );
+    assert!(
+        bits(&two.1) == bits(&one.1),
+        "DeviceVecs on two streams on {}",
+        device.name()
+    );
+    assert!(bits(&one.1) == bits(&expected));
+}
+
+/// One `DeviceVec` serves a loop of launches queued on alternating streams (each call borrows it
+/// for that call only); a stream uploads into it; sub-range views pass its halves to kernels on
+/// two streams; a plain launch and host copies inside the scope see the streams' results.
+pub fn device_vecs_serve_loops_on_streams(device: &Device) {
+    let n = 100_001;
+    let half = n / 2;
+    let x = floats(n, 80);
+    let y0 = floats(n, 81);
+    let dx = DeviceVec::from_slice(device, &x).unwrap();
+    let mut dy = DeviceVec::zeroed(device, n).unwrap();
+    let mut dz = DeviceVec::zeroed(device, n).unwrap();
+    let mut seen = Vec::new();
+    let mut downloaded = vec![0.0f32; n];
+    offload::scope(|s| {
+        let queues = [s.stream(device)?, s.stream(device)?];
+        queues[1].upload_into(&y0, &mut dy)?;
+        for i in 0..6 {
+            relax::enqueue(&queues[i % 2], Launch::auto(), 50, &dx, &mut dy)?;
+        }
+        let (a, b) = (&queues[0], &queues[1]);
+        saxpy::enqueue(
+            a,
+            Launch::auto(),
+            2.0,
+            dx.slice(..half),
+            dy.slice_mut(..half),
+        )?;
+        saxpy::enqueue(
+            b,
+            Launch::auto(),
+            -1.0,
+            dx.slice(half..),
+            dy.slice_mut(half..),
+        )?;
+        saxpy::launch(Launch::on(device), 1.0, &dy, &mut dz)?;
+        seen = dy.to_vec()?;
+        a.download(&dz, &mut downloaded)?;
+        Ok(())
+    })
+    .unwrap();
+    let mut expected = y0.clone();
+    for _ in 0..6 {
+        reference::relax(50, &x, &mut expected);
+    }
+    reference::saxpy(2.0, &x[..half], &mut expected[..half]);
+    reference::saxpy(-1.0, &x[half..], &mut expected[half..]);
+    assert!(
+        bits(&seen) == bits(&expected),
+        "host read on {}",
+        device.name()
+    );
+    assert!(
+        bits(&downloaded) == bits(&expected),
+        "plain launch, then download on {}",
+        device.name()
+    );
+    assert!(bits(&dy.to_vec().unwrap()) == bits(&expected));
+}
+
+/// A `DeviceVec` dropped while a stream still writes it waits for that work first: memory
+/// allocated next (which may reuse it) keeps what the host put there.
+pub fn freeing_a_device_vec_waits_for_its_streams(device: &Device) {
+    let n = 1 << 20;
+    let x = floats(n, 90);
+    let ones = vec![1.0f32; n];
+    let dx = DeviceVec::from_slice(device, &x).unwrap();
+    let after = offload::scope(|s| {
+        let stream = s.stream(device)?;
+        let mut doomed = DeviceVec::<f32>::zeroed(device, n)?;
+        let steps = if device.is_gpu() { 4000 } else { 5 };
+        relax::enqueue(&stream, Launch::auto(), steps, &dx, &mut doomed)?;
+        drop(doomed);
+        let next = DeviceVec::from_slice(device, &ones)?;
+        stream.synchronize()?;
+        next.to_vec()
+    })
+    .unwrap();
+    assert!(bits(&after) == bits(&ones), "on {}", device.name());
+}
+
+/// Stream copies into host data that is not device data are refused, naming the argument.
+pub fn stream_copies_need_device_data(device: &Device) {
+    let x = floats(10, 91);
+    let mut host = vec![0.0f32; 10];
+    let mut back = vec![0.0f32; 10];
+    let mut short = DeviceVec::<f32>::zeroed(device, 9).unwrap();
+    offload::scope(|s| {
+        let stream = s.stream(device)?;
+        match stream.download(&x, &mut back) {
+            Err(Error::InvalidArgument { argument, .. }) => assert_eq!(argument, "src"),
+            other => panic!("expected InvalidArgument, got {other:?}"),
+        }
+        match stream.upload_into(&x, &mut host) {
+            Err(Error::InvalidArgument { argument, .. }) => assert_eq!(argument, "dst"),
+            other => panic!("expected InvalidArgument, got {other:?}"),
+        }
+        match stream.upload_into(&x, &mut short) {
+            Err(Error::LengthMismatch {
+                expected, found, ..
+            }) => {
+                assert_eq!((expected, found), (9, 10))
+            }
+            other => panic!("expected LengthMismatch, got {other:?}"),
+        }
+        Ok(())
+    })
+    .unwrap();
+    assert!(
+        host.iter().chain(&back).all(|&v| v == 0.0),
+        "nothing written"
+    );
+}
+
+/// With device timing on, a plain launch reports its kernel's time measured by events, no more
+/// than the host-measured time around it; with it off (and no `OFFLOAD_INFO`), none.
+pub fn plain_launches_report_device_time(device: &Device) {
+    let x = floats(1 << 16, 92);
+    let mut y = floats(1 << 16, 93);
+    offload::measure_device_time(true);
+    let timed = saxpy::launch(Launch::on(device), 2.0, &x, &mut y).map(|()| offload::last_launch());
+    offload::measure_device_time(false);
+    let report = timed.unwrap().expect("a report");
+    let device_time = report.device_time.expect("device time");
+    assert!(
+        device_time > Duration::ZERO && device_time <= report.kernel_time,
+        "{device_time:?} vs {:?} on {}",
+        report.kernel_time,
+        device.name()
+    );
+    saxpy::launch(Launch::on(device), 2.0, &x, &mut y).unwrap();
+    if !offload::trace::enabled() {
+        assert_eq!(offload::last_launch().unwrap().device_time, None);
+    }
+}
+
+/// GPU only: with the trace on, stream uploads, downloads, queued launches and their copies are
+/// counted (and printed), and host data a stream sends again unchanged is reported as
+/// redundant.
+pub fn stream_work_is_traced(device: &Device) {
+    offload::trace::enable();
+    let n = 4096;
+    let x = floats(n, 94);
+    let mut ys = vec![vec![0.0f32; n]; 3];
+    let mut back = vec![0.0f32; n];
+    let before = thread_counters();
+    offload::scope(|s| {
+        let stream = s.stream(device)?;
+        let dx = stream.upload(&x)?;
+        stream.download(dx, &mut back)?;
+        for y in ys.iter_mut() {
+            saxpy::enqueue(&stream, Launch::auto(), 1.0, &x, y)?;
+        }
+        Ok(())
+    })
+    .unwrap();
+    let counted = thread_counters() - before;
+    assert_eq!(
+        counted.copies_to_device, 7,
+        "upload, then x and y per launch"
+    );
+    assert_eq!(counted.copies_from_device, 4, "download, then y per launch");
+    assert_eq!(counted.launches, 3);
+    assert_eq!(counted.redundant_copies, 3, "x sent again by each launch");
+    assert!(bits(&back) == bits(&x));
 }
 
 /// Device slices of the scope carry data from kernel to kernel without the host: uploaded,

@@ -1,0 +1,259 @@
+//! Ordering of device data across queues, as cudarc orders its slices. Device data that outlives
+//! one launch (a [`crate::DeviceVec`], a stream scope's [`crate::DeviceSlice`]) carries `Uses`:
+//! which queue last wrote it and which queues read it since. A use queued on one queue first
+//! makes that queue wait for the conflicting uses on the others (a read for the last write; a
+//! write for the last write and the reads), through the plugins' events, so any safe program
+//! gets the result it would get on one queue.
+//!
+//! Events are recorded only when a second queue needs them, at the time of its use: work that
+//! stays on one queue records none. Such an event marks a later point of the other queue than the
+//! use itself, so the wait may be longer than needed, never too short.
+//!
+//! The uses of one launch are claimed (their locks held, in address order) from before its waits
+//! until its work is queued, so that two threads queueing on the same data cannot miss each other.
+
+use crate::backend::Backend;
+use crate::Result;
+use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
+
+/// Whether uses are tracked; off only through [`set_tracking`].
+static TRACKING: AtomicBool = AtomicBool::new(true);
+
+/// Turn the ordering of device data across queues off (`false`) or back on, for the whole
+/// process: for measuring what it costs.
+///
+/// # Safety
+/// While it is off, the caller orders every use of device data on two queues (streams, or a
+/// stream and plain launches) itself, with events: unordered uses race.
+pub unsafe fn set_tracking(on: bool) {
+    TRACKING.store(on, Relaxed);
+}
+
+/// The queues that may still be using one piece of device data (see the module docs).
+#[derive(Default)]
+pub(crate) struct Uses {
+    in_flight: Mutex<InFlight<QueueRef>>,
+}
+
+/// A queue, compared by identity. Weak: a scope drops its streams' queues only once their work
+/// is done, so a queue that is gone has nothing left to wait for.
+#[derive(Clone)]
+struct QueueRef(Weak<dyn Backend>);
+
+impl PartialEq for QueueRef {
+    fn eq(&self, other: &Self) -> bool {
+        Weak::ptr_eq(&self.0, &other.0)
+    }
+}
+
+impl QueueRef {
+    fn of(queue: &Arc<dyn Backend>) -> Self {
+        QueueRef(Arc::downgrade(queue))
+    }
+}
+
+/// The last writer and the readers since (each of them ordered after that write), of any kind of
+/// queue `Q`.
+#[derive(Debug, PartialEq)]
+struct InFlight<Q> {
+    writer: Option<Q>,
+    readers: Vec<Q>,
+}
+
+impl<Q> Default for InFlight<Q> {
+    fn default() -> Self {
+        InFlight {
+            writer: None,
+            readers: Vec::new(),
+        }
+    }
+}
+
+impl<Q: PartialEq + Clone> InFlight<Q> {
+    /// The queues whose work so far a use on `queue` must wait for, added to `into` once each.
+    fn conflicts(&self, queue: &Q, write: bool, into: &mut Vec<Q>) {
+        let mut add = |q: &Q| {
+            if q != queue && !into.contains(q) {
+                into.push(q.clone());
+            }
+        };
+        // A reader has waited for the write already.
+        if let Some(writer) = &self.writer {
+            if !self.readers.contains(queue) {
+                add(writer);
+            }
+        }
+        if write {
+            self.readers.iter().for_each(add);
+        }
+    }
+
+    /// Note a use on `queue`, queued after its conflicts.
+    fn note(&mut self, queue: &Q, write: bool) {
+        if write {
+            self.writer = Some(queue.clone());
+            self.readers.clear();
+        } else if !self.readers.contains(queue) {
+            self.readers.push(queue.clone());
+        }
+    }
+
+    /// After a use that has completed (a plain launch, a copy the host waited for): its
+    /// conflicts have completed too.
+    fn completed(&mut self, write: bool) {
+        self.writer = None;
+        if write {
+            self.readers.clear();
+        }
+    }
+
+    /// Every queue that may use the data.
+    fn all(&self) -> impl Iterator<Item = &Q> {
+        self.writer.iter().chain(&self.readers)
+    }
+}
+
+impl Uses {
+    /// Wait on the host until every queued use is done (before the memory is freed).
+    pub(crate) fn wait_all(&self) -> Result<()> {
+        let in_flight = self.in_flight.lock().unwrap_or_else(|p| p.into_inner());
+        for queue in in_flight.all().filter_map(|q| q.0.upgrade()) {
+            queue.record_event()?.synchronize()?;
+        }
+        Ok(())
+    }
+
+    /// A claim on this data alone, for a use that writes it when `write`.
+    pub(crate) fn claim(&self, write: bool) -> Claim<'_> {
+        Claim::of([(self, write)].into_iter())
+    }
+}
+
+/// The uses of one launch or copy, locked (see the module docs).
+pub(crate) struct Claim<'u> {
+    held: Vec<(MutexGuard<'u, InFlight<QueueRef>>, bool)>,
+}
+
+impl<'u> Claim<'u> {
+    /// Claim `uses`, each once (written if any use writes it).
+    pub(crate) fn of(uses: impl Iterator<Item = (&'u Uses, bool)>) -> Claim<'u> {
+        if !TRACKING.load(Relaxed) {
+            return Claim { held: Vec::new() };
+        }
+        let mut distinct: Vec<(&'u Uses, bool)> = Vec::new();
+        for (u, write) in uses {
+            match distinct.iter_mut().find(|(d, _)| std::ptr::eq(*d, u)) {
+                Some(found) => found.1 |= write,
+                None => distinct.push((u, write)),
+            }
+        }
+        // One order for every thread: no two claims wait for each other's locks.
+        distinct.sort_by_key(|(u, _)| *u as *const Uses as usize);
+        let held = distinct
+            .into_iter()
+            .map(|(u, write)| {
+                let guard = u.in_flight.lock().unwrap_or_else(|p| p.into_inner());
+                (guard, write)
+            })
+            .collect();
+        Claim { held }
+    }
+
+    /// Whether nothing is tracked (no such data, or tracking is off).
+    pub(crate) fn is_empty(&self) -> bool {
+        self.held.is_empty()
+    }
+
+    /// Make `queue` wait for the conflicting uses on other queues: one event per such queue.
+    pub(crate) fn order_on(&self, queue: &Arc<dyn Backend>) -> Result<()> {
+        let me = QueueRef::of(queue);
+        let mut others = Vec::new();
+        for (in_flight, write) in &self.held {
+            in_flight.conflicts(&me, *write, &mut others);
+        }
+        for other in others.iter().filter_map(|q| q.0.upgrade()) {
+            queue.wait_event(&*other.record_event()?)?;
+        }
+        Ok(())
+    }
+
+    /// Note the uses as queued on `queue` (after `order_on`), and release the claim.
+    pub(crate) fn queued_on(mut self, queue: &Arc<dyn Backend>) {
+        let me = QueueRef::of(queue);
+        for (in_flight, write) in &mut self.held {
+            in_flight.note(&me, *write);
+        }
+    }
+
+    /// Note the uses as completed (after `order_on` and a wait for them), and release the claim.
+    pub(crate) fn completed(mut self) {
+        for (in_flight, write) in &mut self.held {
+            in_flight.completed(*write);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::InFlight;
+
+    fn waits(f: &InFlight<char>, queue: char, write: bool) -> Vec<char> {
+        let mut into = Vec::new();
+        f.conflicts(&queue, write, &mut into);
+        into
+    }
+
+    #[test]
+    fn one_queue_never_waits() {
+        let mut f = InFlight::default();
+        for write in [true, false, true, true, false] {
+            assert!(waits(&f, 'a', write).is_empty());
+            f.note(&'a', write);
+        }
+    }
+
+    #[test]
+    fn a_reader_waits_for_the_last_write_once() {
+        let mut f = InFlight::default();
+        f.note(&'a', true);
+        assert_eq!(waits(&f, 'b', false), ['a']);
+        f.note(&'b', false);
+        assert!(
+            waits(&f, 'b', false).is_empty(),
+            "b is ordered after the write"
+        );
+        assert_eq!(
+            waits(&f, 'c', false),
+            ['a'],
+            "reads do not order each other"
+        );
+        assert!(waits(&f, 'a', false).is_empty());
+    }
+
+    #[test]
+    fn a_writer_waits_for_the_last_write_and_every_read() {
+        let mut f = InFlight::default();
+        f.note(&'a', true);
+        f.note(&'b', false);
+        f.note(&'c', false);
+        assert_eq!(waits(&f, 'd', true), ['a', 'b', 'c']);
+        assert_eq!(waits(&f, 'b', true), ['c'], "b read after the write");
+        f.note(&'d', true);
+        assert_eq!(f.writer, Some('d'));
+        assert!(f.readers.is_empty());
+        assert_eq!(waits(&f, 'a', false), ['d']);
+    }
+
+    #[test]
+    fn a_completed_use_leaves_nothing_to_wait_for() {
+        let mut f = InFlight::default();
+        f.note(&'a', true);
+        f.note(&'b', false);
+        f.completed(false);
+        assert!(waits(&f, 'c', false).is_empty());
+        assert_eq!(waits(&f, 'c', true), ['b'], "reads still run");
+        f.completed(true);
+        assert_eq!(f, InFlight::default());
+    }
+}
