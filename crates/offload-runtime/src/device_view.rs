@@ -38,43 +38,30 @@ impl<'v> ViewArg<'v> {
     }
 }
 
-impl<'v, T: DeviceCopy> DeviceView<'v, T> {
-    pub(crate) fn new(arg: ViewArg<'v>) -> Self {
-        DeviceView {
-            arg,
-            _elements: PhantomData,
+/// What both views have: construction from a `ViewArg` and their length.
+macro_rules! view_basics {
+    ($($view:ident),*) => {$(
+        impl<'v, T: DeviceCopy> $view<'v, T> {
+            pub(crate) fn new(arg: ViewArg<'v>) -> Self {
+                $view {
+                    arg,
+                    _elements: PhantomData,
+                }
+            }
+
+            /// Number of elements.
+            pub fn len(&self) -> usize {
+                self.arg.len
+            }
+
+            /// Whether it holds no element.
+            pub fn is_empty(&self) -> bool {
+                self.len() == 0
+            }
         }
-    }
-
-    /// Number of elements.
-    pub fn len(&self) -> usize {
-        self.arg.len
-    }
-
-    /// Whether it holds no element.
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
+    )*};
 }
-
-impl<'v, T: DeviceCopy> DeviceViewMut<'v, T> {
-    pub(crate) fn new(arg: ViewArg<'v>) -> Self {
-        DeviceViewMut {
-            arg,
-            _elements: PhantomData,
-        }
-    }
-
-    /// Number of elements.
-    pub fn len(&self) -> usize {
-        self.arg.len
-    }
-
-    /// Whether it holds no element.
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-}
+view_basics!(DeviceView, DeviceViewMut);
 
 impl<T: DeviceCopy> InArg<T> for DeviceView<'_, T> {
     fn into_kernel_arg<'a>(self) -> KernelArg<'a>

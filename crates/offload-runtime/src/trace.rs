@@ -334,16 +334,9 @@ pub(crate) fn copy_from_device(
     bytes: usize,
     time: Duration,
 ) {
-    add(Field::BytesFrom, bytes as u64);
-    add(Field::CopiesFrom, 1);
-    if !enabled() {
+    if !received_from_device(device, host, bytes, Some(time)) {
         return;
     }
-    print(format_args!(
-        "copy   from   {bytes:>12} B  host {:#x} <- {device} {}",
-        host as usize,
-        timing(bytes, Some(time))
-    ));
     // SAFETY: the caller just wrote these bytes; they are readable.
     let sum = digest(unsafe { std::slice::from_raw_parts(host, bytes) });
     device_contents()
@@ -360,20 +353,32 @@ pub(crate) fn queued_copy_from_device(
     host: *const u8,
     bytes: usize,
 ) {
+    if received_from_device(device, host, bytes, None) {
+        device_contents()
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(&(device_id, host as usize, bytes));
+    }
+}
+
+/// Counts and prints a copy to the host; whether tracing is on.
+fn received_from_device(
+    device: &str,
+    host: *const u8,
+    bytes: usize,
+    time: Option<Duration>,
+) -> bool {
     add(Field::BytesFrom, bytes as u64);
     add(Field::CopiesFrom, 1);
     if !enabled() {
-        return;
+        return false;
     }
     print(format_args!(
         "copy   from   {bytes:>12} B  host {:#x} <- {device} {}",
         host as usize,
-        timing(bytes, None)
+        timing(bytes, time)
     ));
-    device_contents()
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .remove(&(device_id, host as usize, bytes));
+    true
 }
 
 /// What one launch moved, for its summary line.

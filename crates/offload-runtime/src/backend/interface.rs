@@ -46,6 +46,17 @@ pub struct MemoryInfo {
     pub total: usize,
 }
 
+impl MemoryInfo {
+    /// For plugins whose driver cannot say what is free: `total` less the `used` bytes the
+    /// plugin itself allocated.
+    pub(crate) fn less_used(total: usize, used: usize) -> MemoryInfo {
+        MemoryInfo {
+            free: total.saturating_sub(used),
+            total,
+        }
+    }
+}
+
 /// An address in a device's memory (on the host CPU, a host address).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct DevicePtr(pub u64);

@@ -336,11 +336,8 @@ impl Backend for LibOffloadBackend {
     /// used.
     fn memory_info(&self) -> Result<MemoryInfo> {
         self.live()?;
-        let used: usize = self.allocations().values().sum();
-        Ok(MemoryInfo {
-            free: self.shared.total_memory.saturating_sub(used),
-            total: self.shared.total_memory,
-        })
+        let used = self.allocations().values().sum();
+        Ok(MemoryInfo::less_used(self.shared.total_memory, used))
     }
 
     fn alloc(&self, kernel: &'static str, bytes: usize) -> Result<DevicePtr> {
