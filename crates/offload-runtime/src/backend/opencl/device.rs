@@ -8,9 +8,9 @@ use crate::backend::interface::{
 };
 use crate::backend::limits::{EntryLimits, Limits, Shape};
 use crate::backend::opencl::event::ClEvent;
+use crate::backend::opencl::platform::ClPlatform;
 use crate::backend::opencl::program;
 use crate::backend::opencl::sys::{self, Handle};
-use crate::backend::opencl::ClPlatform;
 use crate::backend::packed::PackedArgs;
 use crate::{Error, Result};
 use offload_kernel::Dim3;

@@ -1,8 +1,8 @@
 //! Queue events: OpenCL marker events on a profiling queue, timed by their end stamps.
 
 use crate::backend::interface::QueueEvent;
+use crate::backend::opencl::platform::ClPlatform;
 use crate::backend::opencl::sys::{self, Handle};
-use crate::backend::opencl::ClPlatform;
 use crate::{Error, Result};
 use std::any::Any;
 use std::sync::Arc;

@@ -14,6 +14,7 @@
 
 mod device;
 mod event;
+mod platform;
 mod program;
 mod sys;
 
@@ -21,25 +22,6 @@ pub use device::OpenClBackend;
 
 use crate::backend::interface::Backend;
 use std::sync::{Arc, OnceLock};
-
-/// One OpenCL platform with the devices the plugin uses: their context, in which memory, programs
-/// and queues live, and the platform's USM entry points.
-pub(crate) struct ClPlatform {
-    library: &'static sys::Library,
-    usm: sys::Usm,
-    context: sys::Handle,
-}
-
-// SAFETY: OpenCL contexts and the entry points are usable from any thread (OpenCL 1.1 and later).
-unsafe impl Send for ClPlatform {}
-// SAFETY: as for `Send`.
-unsafe impl Sync for ClPlatform {}
-
-impl ClPlatform {
-    fn api(&self) -> &sys::Api {
-        &self.library.api
-    }
-}
 
 /// The ICD loader, opened once per process.
 fn library() -> Result<&'static sys::Library, String> {
