@@ -4,6 +4,7 @@
 //! print these.
 
 use offload::{Device, DeviceVec, PinnedVec};
+use offload_bench_report::{Goal, Measure, Ratio};
 use std::time::{Duration, Instant};
 
 type Result<T> = std::result::Result<T, Box<dyn std::error::Error>>;
@@ -95,8 +96,8 @@ pub fn measure(device: &Device, bytes: usize) -> Result<Option<Vec<CopyRate>>> {
     Ok(Some(rows))
 }
 
-/// The rows of [`measure`], one a line.
-pub fn print(bytes: usize, rows: &[CopyRate]) {
+/// The rows of [`measure`], one a line, and each row's ratio line for `bench`.
+pub fn print(bench: &str, bytes: usize, rows: &[CopyRate]) {
     println!(
         "transfers of {} MiB, best of 5 interleaved rounds, wall clock until complete; raw \
          pinned memcpy (cuMemcpy from page-locked memory, CUDA events) in the same run:",
@@ -114,6 +115,14 @@ pub fn print(bytes: usize, rows: &[CopyRate]) {
             row.rate,
             row.pinned,
             row.ratio()
+        );
+        Ratio::print(
+            bench,
+            &format!("{dir} {}, {} MiB", row.name, bytes >> 20),
+            "pinned cuMemcpy",
+            Measure::Speed,
+            row.ratio(),
+            Goal::AtLeast(0.9),
         );
     }
 }

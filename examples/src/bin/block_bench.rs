@@ -9,6 +9,7 @@
 
 use offload::{Device, Launch};
 use offload_examples::kernels::block::{self, GemmDims, SGEMM_THREADS, SGEMM_TILE};
+use offload_bench_report::{Goal, Measure, Ratio};
 use offload_examples::reference_bandwidth;
 use offload_examples::reference_torch::{python, BEST_MS};
 use std::time::Duration;
@@ -68,6 +69,14 @@ fn reduction(device: &Device, n: usize) -> Result<(), Box<dyn std::error::Error>
              block_sum / memcpy = {:.2}",
             gbps / memcpy
         );
+        Ratio::print(
+            "block_bench",
+            &format!("block_sum of 2^{} f32 (read)", n.trailing_zeros()),
+            "device-to-device memcpy (read + write)",
+            Measure::Speed,
+            gbps / memcpy,
+            Goal::None,
+        );
     }
     if !ok {
         return Err("block_sum does not match the CPU".into());
@@ -113,10 +122,20 @@ fn sgemm(device: &Device, size: u32) -> Result<(), Box<dyn std::error::Error>> {
     );
     if device.is_gpu() {
         match cublas_gflops(size) {
-            Ok(cublas) => println!(
-                "cuBLAS fp32 (torch.mm, TF32 off) {size}^3: {cublas:.0} GFLOP/s; sgemm / cuBLAS = {:.2}",
-                gflops / cublas
-            ),
+            Ok(cublas) => {
+                println!(
+                    "cuBLAS fp32 (torch.mm, TF32 off) {size}^3: {cublas:.0} GFLOP/s; sgemm / cuBLAS = {:.2}",
+                    gflops / cublas
+                );
+                Ratio::print(
+                    "block_bench",
+                    &format!("SIMT sgemm {size}^3"),
+                    "cuBLAS fp32 (TF32 off)",
+                    Measure::Speed,
+                    gflops / cublas,
+                    Goal::None,
+                );
+            }
             Err(e) => println!("cuBLAS reference unavailable: {e}"),
         }
     }

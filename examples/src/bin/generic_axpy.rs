@@ -7,6 +7,7 @@
 
 use offload::half::{bf16, f16};
 use offload::{Device, DeviceCopy, Launch};
+use offload_bench_report::{Goal, Measure, Ratio};
 use offload_examples::{kernels, reference, reference_bandwidth};
 use std::ops::{Add, Mul};
 use std::time::Duration;
@@ -78,6 +79,16 @@ where
             gbps(bytes, best) / c
         )),
     );
+    if let Some(c) = copy {
+        Ratio::print(
+            "generic_axpy",
+            &format!("axpy<{}>", name::<T>()),
+            "device-to-device memcpy",
+            Measure::Speed,
+            gbps(bytes, best) / c,
+            Goal::None,
+        );
+    }
     Ok(())
 }
 

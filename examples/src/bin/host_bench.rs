@@ -11,6 +11,7 @@
 //! `host_bench [SCALE]`: sizes divided by 2^SCALE (default 0), for a quick check.
 
 use offload::{Device, Launch};
+use offload_bench_report::{Goal, Measure, Ratio};
 use offload_examples::kernels::{self, Grid2};
 use rayon::prelude::*;
 use std::time::{Duration, Instant};
@@ -96,6 +97,14 @@ fn report(name: &str, bytes: usize, times: Times, equal: bool) {
         ms(rayon_cpu),
         rayon.as_secs_f64() / offload.as_secs_f64(),
         rayon_cpu.as_secs_f64() / offload_cpu.as_secs_f64(),
+    );
+    Ratio::print(
+        "host_bench",
+        name,
+        "the same loop in rayon",
+        Measure::Speed,
+        rayon.as_secs_f64() / offload.as_secs_f64(),
+        Goal::AtLeast(0.5),
     );
 }
 

@@ -20,6 +20,7 @@
 
 use cudarc::driver::DriverError;
 use offload::{Device, DeviceVec, Launch};
+use offload_bench_report::{Goal, Measure, Ratio};
 use offload_examples::reference_launch::{RawDriver, RawFunction};
 use offload_examples::{jacobi, kernels, mapped_copies};
 use std::ffi::c_void;
@@ -72,13 +73,29 @@ fn batch(
     Ok(time)
 }
 
-fn report(what: &str, ours: Duration, reference: &str, raw: Duration, goal: &str) {
+/// A launch figure's goal: a ratio, or microseconds (above the reference, or in all), which
+/// the ratio line states as a ratio to this run's reference.
+enum LaunchGoal {
+    Ratio(f64),
+    MicrosAbove(f64),
+    MicrosAt(f64),
+    None,
+}
+
+fn report(what: &str, ours: Duration, reference: &str, raw: Duration, goal: LaunchGoal) {
     let (o, r) = (micros(ours), micros(raw));
+    let (goal, text) = match goal {
+        LaunchGoal::Ratio(g) => (Goal::AtMost(g), format!("<= {g}x")),
+        LaunchGoal::MicrosAbove(us) => (Goal::AtMost((r + us) / r), format!("<= raw + {us} us")),
+        LaunchGoal::MicrosAt(us) => (Goal::AtMost(us / r), format!("<= {us} us")),
+        LaunchGoal::None => (Goal::None, "-".to_string()),
+    };
     println!(
-        "  {what:<44} {o:7.2} us   {reference:<36} {r:7.2} us   ratio {:.2}  (+{:.2} us; goal {goal})",
+        "  {what:<44} {o:7.2} us   {reference:<36} {r:7.2} us   ratio {:.2}  (+{:.2} us; goal {text})",
         o / r,
         o - r
     );
+    Ratio::print("launch_bench", what.trim(), reference, Measure::Time, o / r, goal);
 }
 
 /// saxpy's parameters as `cuLaunchKernel` takes them: `a`, then each slice as address, length.
@@ -184,7 +201,7 @@ fn queueing(device: &Device, raw: &RawDriver, saxpy: RawFunction) -> Result<()> 
         ours,
         "cuLaunchKernel",
         theirs,
-        "<= 1.1x",
+        LaunchGoal::Ratio(1.1),
     );
     Ok(())
 }
@@ -220,7 +237,7 @@ fn resident_launch(device: &Device, raw: &RawDriver, saxpy: RawFunction) -> Resu
         ours,
         "cuLaunchKernel + cuStreamSynchronize",
         theirs,
-        "<= raw + 1 us",
+        LaunchGoal::MicrosAbove(1.0),
     );
     Ok(())
 }
@@ -288,14 +305,14 @@ fn small_copies(device: &Device, raw: &RawDriver, saxpy: RawFunction) -> Result<
         ours,
         "2 copies in, launch, copy out, sync",
         theirs,
-        "<= 1.2x",
+        LaunchGoal::Ratio(1.2),
     );
     report(
-        "  (same)",
+        "  (the same launch with copies)",
         ours,
         "the same + cuMemAllocAsync/FreeAsync",
         theirs_alloc,
-        "-",
+        LaunchGoal::None,
     );
     Ok(())
 }
@@ -370,6 +387,14 @@ fn jacobi_in_region(device: &Device, raw: &RawDriver, side: u32, sweeps: usize) 
         kernel_ms / per,
         kernel_ms / region_ms
     );
+    Ratio::print(
+        "launch_bench",
+        &format!("Jacobi {side}x{side}, {sweeps} sweeps in a data region"),
+        "kernel only (raw launches)",
+        Measure::Speed,
+        kernel_ms / region_ms,
+        Goal::AtLeast(0.8),
+    );
     Ok(())
 }
 
@@ -442,14 +467,14 @@ fn replay(device: &Device, raw: &RawDriver, saxpy: RawFunction) -> Result<()> {
         replayed,
         "raw cuGraphLaunch of the same",
         raw_replayed,
-        "<= 2 us",
+        LaunchGoal::MicrosAt(2.0),
     );
     report(
         "(the same launches queued one by one)",
         one_by_one,
         "raw cuGraphLaunch",
         raw_replayed,
-        "-",
+        LaunchGoal::None,
     );
     Ok(())
 }
@@ -459,7 +484,7 @@ fn mapped(device: &Device) -> Result<()> {
     let Some(rows) = mapped_copies::measure(device, bytes)? else {
         return Ok(());
     };
-    mapped_copies::print(bytes, &rows);
+    mapped_copies::print("launch_bench", bytes, &rows);
     let worst = rows
         .iter()
         .filter(|r| !r.page_locked)

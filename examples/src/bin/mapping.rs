@@ -34,7 +34,7 @@ fn main() -> Result<()> {
 
 fn transfers(device: &Device, bytes: usize) -> Result<()> {
     match mapped_copies::measure(device, bytes)? {
-        Some(rows) => mapped_copies::print(bytes, &rows),
+        Some(rows) => mapped_copies::print("mapping", bytes, &rows),
         None => {
             println!("transfers: no CUDA GPU (mapping is a no-op on the host), nothing to measure")
         }

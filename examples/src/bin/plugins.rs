@@ -11,6 +11,7 @@
 
 use offload::{BackendKind, Device, DeviceVec, Launch, PinnedVec, Platform};
 use offload_examples::kernels;
+use offload_bench_report::{Goal, Measure, Ratio};
 use offload_examples::overlap::{balanced_steps, best_of_5, chunked_relax};
 use offload_examples::reference;
 use std::time::{Duration, Instant};
@@ -74,53 +75,51 @@ fn main() -> Result<(), Failure> {
         "{:<44} {:>12} {:>12} {:>8}   goal",
         "", "CUDA", "liboffload", "ratio"
     );
-    let row = |what: &str, unit: &str, a: f64, b: f64, goal: &str| {
-        println!(
-            "{what:<44} {a:>9.2} {unit:<2} {b:>9.2} {unit:<2} {:>7.3}x   {goal}",
-            b / a
-        )
+    let row = |what: &str, measure: Measure, a: f64, b: f64, goal: Goal| {
+        println!("{what:<44} {a:>12.2} {b:>12.2} {:>7.3}x   {goal}", b / a);
+        Ratio::print("plugins", what, "the CUDA plugin", measure, b / a, goal);
     };
     row(
         "saxpy kernel bandwidth (GB/s)",
-        "",
+        Measure::Speed,
         c.saxpy_gbps,
         l.saxpy_gbps,
-        ">= 0.97x",
+        Goal::AtLeast(0.97),
     );
     row(
         "small launch on device-resident data (us)",
-        "",
+        Measure::Time,
         c.small_launch.as_secs_f64() * 1e6,
         l.small_launch.as_secs_f64() * 1e6,
-        "<= 1.2x",
+        Goal::AtMost(1.2),
     );
     row(
         "page-locked copy to the device (GB/s)",
-        "",
+        Measure::Speed,
         c.to_device_gbps,
         l.to_device_gbps,
-        ">= 0.95x",
+        Goal::AtLeast(0.95),
     );
     row(
         "page-locked copy from the device (GB/s)",
-        "",
+        Measure::Speed,
         c.from_device_gbps,
         l.from_device_gbps,
-        ">= 0.95x",
+        Goal::AtLeast(0.95),
     );
     row(
         "2 streams: speed-up over one",
-        "",
+        Measure::Speed,
         c.overlap[0],
         l.overlap[0],
-        "within 10%",
+        Goal::AtLeast(0.9),
     );
     row(
         "4 streams: speed-up over one",
-        "",
+        Measure::Speed,
         c.overlap[1],
         l.overlap[1],
-        "within 10%",
+        Goal::AtLeast(0.9),
     );
     let same = c
         .overlap_result

@@ -15,6 +15,7 @@
 
 use offload::{Device, DeviceVec, Launch, Stream};
 use offload_examples::kernels::{saxpy, streams::relax};
+use offload_bench_report::{Goal, Measure, Ratio};
 use std::time::{Duration, Instant};
 
 const BATCH: usize = 200;
@@ -106,6 +107,14 @@ fn main() -> Result<(), Failure> {
             us(tracked),
             us(untracked),
             tracked.as_secs_f64() / untracked.as_secs_f64()
+        );
+        Ratio::print(
+            "stream_ordering",
+            &format!("enqueue with cross-stream tracking, {label}"),
+            "enqueue without tracking",
+            Measure::Time,
+            tracked.as_secs_f64() / untracked.as_secs_f64(),
+            Goal::None,
         );
     }
 

@@ -11,6 +11,7 @@
 
 use offload::{Device, PinnedVec};
 use offload_examples::overlap::{balanced_steps, best_of_5, chunked_relax};
+use offload_bench_report::{Goal, Measure, Ratio};
 use offload_examples::reference;
 use std::time::Duration;
 
@@ -56,6 +57,16 @@ fn main() -> Result<(), Failure> {
             best.as_secs_f64() * 1e3,
             one_stream.as_secs_f64() / best.as_secs_f64()
         );
+        if streams > 1 {
+            Ratio::print(
+                "stream_overlap",
+                &format!("copies and kernels on {streams} streams"),
+                "the same on one stream",
+                Measure::Speed,
+                one_stream.as_secs_f64() / best.as_secs_f64(),
+                Goal::None,
+            );
+        }
     }
 
     let gpus: Vec<Device> = offload::devices()

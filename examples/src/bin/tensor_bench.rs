@@ -13,6 +13,7 @@ use offload::{Device, Launch};
 use offload_examples::kernels::gemm_bf16::{self, ACT_NONE};
 use offload_examples::kernels::sgemm_tf32;
 use offload_examples::kernels::tensor::MatDims;
+use offload_bench_report::{Goal, Measure, Ratio};
 use offload_examples::reference_gemm::{linear_entry, sgemm_entry, uniform, uniform_bf16};
 use offload_examples::reference_torch::{python, BEST_MS};
 use offload_examples::tensor_launch;
@@ -80,10 +81,20 @@ fn sgemm(device: &Device, size: u32) -> Result<(), Box<dyn std::error::Error>> {
     );
     if device.is_gpu() {
         match cublas_sgemm(&a, &b, &c, n) {
-            Ok((cublas, errors)) => println!(
-                "cuBLAS fp32 (torch.mm, TF32 off) {size}^3: {cublas:.2} TFLOP/s; sgemm_tf32x3 / cuBLAS = {:.2}\n{errors}",
-                ours / cublas
-            ),
+            Ok((cublas, errors)) => {
+                println!(
+                    "cuBLAS fp32 (torch.mm, TF32 off) {size}^3: {cublas:.2} TFLOP/s; sgemm_tf32x3 / cuBLAS = {:.2}\n{errors}",
+                    ours / cublas
+                );
+                Ratio::print(
+                    "tensor_bench",
+                    &format!("sgemm_tf32x3 {size}^3"),
+                    "cuBLAS fp32 (TF32 off)",
+                    Measure::Speed,
+                    ours / cublas,
+                    Goal::None,
+                );
+            }
             Err(e) => println!("cuBLAS reference unavailable: {e}"),
         }
     }
@@ -186,10 +197,20 @@ fn gemm_bf16(device: &Device, size: u32) -> Result<(), Box<dyn std::error::Error
              print(2 * n ** 3 / (best_ms(lambda: torch.mm(a, w.t())) * 1e-3) / 1e12)\n"
         );
         match python(&script).and_then(|s| s.parse::<f64>().map_err(|e| e.to_string())) {
-            Ok(cublas) => println!(
-                "cuBLAS bf16 (torch.mm(a, w.t())) {size}^3: {cublas:.1} TFLOP/s; gemm_bf16 / cuBLAS = {:.2}",
-                ours / cublas
-            ),
+            Ok(cublas) => {
+                println!(
+                    "cuBLAS bf16 (torch.mm(a, w.t())) {size}^3: {cublas:.1} TFLOP/s; gemm_bf16 / cuBLAS = {:.2}",
+                    ours / cublas
+                );
+                Ratio::print(
+                    "tensor_bench",
+                    &format!("gemm_bf16 {size}^3"),
+                    "cuBLAS bf16",
+                    Measure::Speed,
+                    ours / cublas,
+                    Goal::None,
+                );
+            }
             Err(e) => println!("cuBLAS reference unavailable: {e}"),
         }
     }

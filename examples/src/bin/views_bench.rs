@@ -8,6 +8,7 @@
 
 use offload::{Device, Launch};
 use offload_examples::kernels::{block, views};
+use offload_bench_report::{Goal, Measure, Ratio};
 use offload_examples::{reference, reference_bandwidth};
 use std::time::Duration;
 
@@ -78,6 +79,16 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             gbps(plain) / memcpy,
             gbps(safe) / memcpy
         );
+        for (what, time) in [("reverse_chunks (unsafe)", plain), ("reverse_tiles (safe)", safe)] {
+            Ratio::print(
+                "views_bench",
+                what,
+                "device-to-device memcpy",
+                Measure::Speed,
+                gbps(time) / memcpy,
+                Goal::None,
+            );
+        }
     }
     if !(plain_ok && safe_ok && tiles_plain_ok) {
         return Err("a reversal does not match the CPU".into());

@@ -9,6 +9,7 @@ use cudarc::driver::{
     CudaContext, CudaFunction, CudaSlice, CudaStream, DeviceRepr, LaunchConfig, PushKernelArg,
 };
 use offload::{Device, DeviceCopy, Launch, Stream};
+use offload_bench_report::{Goal, Measure, Ratio};
 use offload_parity::cases::{self, Sizes};
 use offload_parity::kernels::{self, Eos, Value, Weights, P, WINDOW};
 use std::error::Error;
@@ -650,6 +651,14 @@ fn main() -> Res<()> {
             r.matched / r.cuda,
             r.bytes / (r.offload * 1e-3) / 1e9,
             r.diff
+        );
+        Ratio::print(
+            "parity",
+            &format!("{} {}", r.kernel, r.ty),
+            "nvcc -O3 CUDA C",
+            Measure::Time,
+            r.offload / r.cuda,
+            Goal::AtMost(1.0),
         );
         let _ = writeln!(
             text,
