@@ -4,7 +4,7 @@
 //! reference). A log's name ends in `-N.log`, N the invocation it belongs to (from 1). Text is
 //! drawn with a TrueType font (`BENCH_FONT`, default DejaVu Sans).
 
-use offload_bench_report::{Goal, Measure, Row, Table};
+use offload_bench_report::{register_sans_serif, Goal, Measure, Row, Table};
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 use std::error::Error;
@@ -82,15 +82,7 @@ fn markdown(table: &Table, machine: &str, date: &str) -> String {
 }
 
 fn plot(table: &Table, machine: &str, date: &str, png: &str) -> Res<()> {
-    let font_path = std::env::var("BENCH_FONT")
-        .unwrap_or_else(|_| "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf".to_string());
-    let font: &'static [u8] = Box::leak(
-        std::fs::read(&font_path)
-            .map_err(|e| format!("{font_path}: {e} (set BENCH_FONT to a TrueType font)"))?
-            .into_boxed_slice(),
-    );
-    plotters::style::register_font("sans-serif", FontStyle::Normal, font)
-        .map_err(|_| format!("{font_path} is not a usable font"))?;
+    register_sans_serif("BENCH_FONT")?;
 
     let rows: Vec<&Row> = table.rows.iter().collect();
     let count = rows.len().max(1);

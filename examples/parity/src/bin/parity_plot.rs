@@ -4,6 +4,7 @@
 //! ratio of each kernel, f32 and f64). Text is drawn with a system TrueType font
 //! (`PARITY_FONT`, default DejaVu Sans).
 
+use offload_bench_report::register_sans_serif;
 use plotters::prelude::*;
 use std::collections::BTreeMap;
 use std::error::Error;
@@ -103,15 +104,7 @@ fn main() -> Res<()> {
     }
     std::fs::write(format!("{out}/PARITY.md"), md)?;
 
-    let font_path = std::env::var("PARITY_FONT")
-        .unwrap_or_else(|_| "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf".to_string());
-    let font: &'static [u8] = Box::leak(
-        std::fs::read(&font_path)
-            .map_err(|e| format!("{font_path}: {e} (set PARITY_FONT to a TrueType font)"))?
-            .into_boxed_slice(),
-    );
-    plotters::style::register_font("sans-serif", FontStyle::Normal, font)
-        .map_err(|_| format!("{font_path} is not a usable font"))?;
+    register_sans_serif("PARITY_FONT")?;
 
     let png = format!("{out}/parity.png");
     let root = BitMapBackend::new(&png, (1200, 560)).into_drawing_area();
