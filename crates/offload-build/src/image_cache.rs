@@ -288,6 +288,7 @@ pub(crate) fn lookup(root: &Path, key: &Key, images_dir: &Path) -> Option<Hit> {
         .lines()
         .map(String::from)
         .collect();
+    crate::image_cache_budget::touch(&entry);
     Some((images, kernels))
 }
 
@@ -349,6 +350,7 @@ pub(crate) fn store(
     if fs::rename(&staging, &entry).is_err() {
         let _ = fs::remove_dir_all(&staging);
     }
+    crate::image_cache_budget::touch(&entry);
     Ok(())
 }
 

@@ -33,7 +33,8 @@
 //!   `spirv-val` that checks it.
 //! - `OFFLOAD_IMAGE_CACHE=0`: do not reuse images from `<target>/offload-image-cache`, where
 //!   every build of the target directory (`cargo test`, then `cargo clippy`, say) finds those of
-//!   the others (see `image_cache`).
+//!   the others (see `image_cache`). `OFFLOAD_IMAGE_CACHE_MB`: its size budget (default 1024);
+//!   the least recently used entries go beyond it.
 // The crate example is a whole build script, `fn main` included, as the README shows it.
 #![allow(clippy::needless_doctest_main)]
 
@@ -43,6 +44,7 @@ mod child_env;
 mod core_cache;
 pub mod hsa_code_object;
 mod image_cache;
+mod image_cache_budget;
 pub mod image_record;
 mod images;
 pub mod install_hints;
@@ -734,6 +736,20 @@ fn device_pass(
         );
         if let Err(e) = image_cache::store(root, key, &images, &kernels, &inputs) {
             println!("offload: image cache: not stored: {e}");
+        }
+        match image_cache_budget::budget(env::var("OFFLOAD_IMAGE_CACHE_MB").ok().as_deref()) {
+            Ok(budget) => {
+                let removed = image_cache_budget::prune(root, budget, &key.hex);
+                if !removed.is_empty() {
+                    println!(
+                        "offload: image cache: removed {} least recently used entries to stay \
+                         within {} MiB (OFFLOAD_IMAGE_CACHE_MB)",
+                        removed.len(),
+                        budget >> 20
+                    );
+                }
+            }
+            Err(e) => println!("cargo:warning=offload: {e}; the image cache is not pruned"),
         }
     }
     write_images(out_dir, images, kernels, None)
