@@ -508,10 +508,13 @@ pub struct GridStride {
     len: usize,
     stride: usize,
     /// On the host, where one call may run several consecutive threads (`run_threads`), their
-    /// indices form runs `stride` apart: the end of the current run, and the gap from it to the
+    /// indices form runs `stride` apart: the end of the current run, where the walk stops in it
+    /// (`run_end`, or `len` if less: one comparison per index), and the gap from its end to the
     /// next run's start.
     #[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
     run_end: usize,
+    #[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
+    stop: usize,
     #[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
     gap: usize,
 }
@@ -553,6 +556,7 @@ impl GridStride {
             len,
             stride,
             run_end,
+            stop: run_end.min(len),
             gap: stride - (end - first),
         }
     }
@@ -576,17 +580,21 @@ impl Iterator for GridStride {
     #[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
     #[inline(always)]
     fn next(&mut self) -> Option<usize> {
-        if self.next == self.run_end {
-            self.next += self.gap;
+        if self.next >= self.stop {
+            // The next run, if it starts below `len`.
+            if self.run_end >= self.len {
+                return None;
+            }
+            self.next = self.run_end + self.gap;
             self.run_end += self.stride;
+            self.stop = self.run_end.min(self.len);
+            if self.next >= self.stop {
+                return None;
+            }
         }
         let i = self.next;
-        if i < self.len {
-            self.next = i + 1;
-            Some(i)
-        } else {
-            None
-        }
+        self.next = i + 1;
+        Some(i)
     }
 }
 

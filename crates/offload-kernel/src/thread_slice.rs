@@ -72,9 +72,15 @@ impl<'a, T> ThreadSlice<'a, T> {
     pub fn iter_mine(&mut self) -> MineIter<'_, T> {
         MineIter {
             ptr: self.ptr,
-            indices: GridStride::mine(self.len, self.offset),
+            indices: self.mine_indices(),
             _borrow: PhantomData,
         }
+    }
+
+    /// The indices of [`iter_mine`](Self::iter_mine).
+    #[inline(always)]
+    pub(crate) fn mine_indices(&self) -> GridStride {
+        GridStride::mine(self.len, self.offset)
     }
 
     /// The first index of this view that the calling thread owns, and the stride to its next

@@ -33,7 +33,7 @@ use std::time::{Duration, Instant};
 
 /// Threads of a kernel without the block model per task on rayon's pool: enough that a task's
 /// cost is its threads', few enough that the workers share the grid evenly.
-const THREADS_PER_TASK: u64 = 1 << 14;
+const THREADS_PER_TASK: u64 = 1 << 12;
 
 /// Alignment of `alloc`'s memory, as CUDA's.
 const ALLOC_ALIGN: usize = 256;
