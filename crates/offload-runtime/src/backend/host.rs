@@ -3,11 +3,14 @@
 //! of which one call runs one GPU thread. A launch runs the grid before it returns: blocks in
 //! parallel on rayon's pool, the threads of a block as coroutines (`scheduler`) so that barriers,
 //! warp operations and per-block shared memory behave as on a GPU. A kernel whose threads never
-//! wait for one another comes with a build that runs a range of threads as plain calls: its
-//! launch gives each worker contiguous ranges of thread ids instead, with no coroutine and no
-//! per-block setup (grid-stride views give consecutive threads consecutive elements, so each
-//! worker walks contiguous memory). A panicking thread makes the launch fail with the panic's
-//! message. Warps have 32 lanes, or 64 (AMD's CDNA wavefronts) under
+//! wait for one another comes with a build that runs a range of threads: its launch gives each
+//! worker contiguous ranges of thread ids instead, with no coroutine and no per-block setup
+//! (grid-stride views give consecutive threads consecutive elements, so each worker walks
+//! contiguous memory). Where the launch can put its outputs back (`launch_restartable`), each
+//! range runs as one call of the kernel's body, whose ownership loops then walk the range's
+//! elements as one loop; a kernel that turns out to read per-thread ids has its outputs put back
+//! and runs again one thread per call, as its later launches do. A panicking thread makes the
+//! launch fail with the panic's message. Warps have 32 lanes, or 64 (AMD's CDNA wavefronts) under
 //! `OFFLOAD_HOST_WARP_SIZE=64`, read at each launch, so warp code is tested at both widths without
 //! an AMD GPU.
 
@@ -32,7 +35,8 @@ use std::sync::{Arc, Mutex, PoisonError, RwLock};
 use std::time::{Duration, Instant};
 
 /// Threads of a kernel without the block model per task on rayon's pool: enough that a task's
-/// cost is its threads', few enough that the workers share the grid evenly.
+/// cost is its threads', few enough that the workers share the grid evenly and that a task's
+/// elements of a few arrays stay in the core's cache between the loops of one kernel body.
 const THREADS_PER_TASK: u64 = 1 << 12;
 
 /// Alignment of `alloc`'s memory, as CUDA's.
