@@ -33,11 +33,12 @@ pub struct Grid2 {
 pub fn stencil5(grid: Grid2, input: &[f32], output: &mut [f32]) {
     let (w, h) = (grid.width as usize, grid.height as usize);
     let side = (1.0 - grid.centre) * 0.25;
-    // The output as rows × columns: its iterator steps each element's row and column instead of
-    // dividing them out of the index (a division per element costs more than the stencil).
-    let mut output = offload::nd::ArrayViewMut2::from_shape(output, [h, w]);
-    for (r, c, out) in output.iter_mine() {
-        let i = r * w + c;
+    for (i, out) in output.iter_mine() {
+        // Row and column in 32-bit arithmetic: 64-bit division is emulated, and slow, on GPUs.
+        let (r, c) = (
+            (i as u32 / grid.width) as usize,
+            (i as u32 % grid.width) as usize,
+        );
         *out = if r == 0 || c == 0 || r + 1 == h || c + 1 == w {
             input[i]
         } else {
