@@ -226,7 +226,8 @@ impl<'a, T: WideElement> WideSlice<'a, T> {
         // first of this call's threads that owns one.
         if len > paired {
             let (first, end, stride) = ids_run();
-            for id in first..end {
+            // Counted from `end - first`, which folds to 1 on GPUs (`end` is `first + 1`).
+            for id in (0..end - first).map(|k| first + k) {
                 let past = if id >= paired {
                     id
                 } else {
