@@ -1,7 +1,7 @@
 //! Thread and block ids. On nvptx64 they are PTX special registers, on SPIR-V OpenCL's work-item
 //! functions; on amdgcn the work-item and work-group ids, and extents from the launch's dispatch
 //! packet; on the host the host backend stores them in a thread-local before running each GPU
-//! thread.
+//! thread, or before running a range of threads as one call (`host_context::run_threads`).
 
 /// A 3D extent or position, as in CUDA's `dim3`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
