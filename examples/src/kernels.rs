@@ -98,6 +98,19 @@ pub fn thread_ids(ids: &mut [u32], totals: &mut [u32]) {
     }
 }
 
+/// Adds one to every element of `counts` in place, then writes into `ids` the global id of the
+/// thread that owns each element: a thread id read after an output was updated.
+#[offload::kernel]
+pub fn bump_then_ids(counts: &mut [u32], ids: &mut [u32]) {
+    for (_, c) in counts.iter_mine() {
+        *c += 1;
+    }
+    let id = global_id() as u32;
+    for (_, i) in ids.iter_mine() {
+        *i = id;
+    }
+}
+
 /// A mix of math functions in f32 and f64; the same bits on every backend (see `offload::math`).
 #[offload::kernel]
 pub fn math_mix(x: &[f32], out32: &mut [f32], out64: &mut [f64]) {

@@ -312,3 +312,24 @@ fn kernels_without_block_level_operations_run_without_the_scheduler() {
         assert!(!kernel.threads_independent(), "{}", kernel.name);
     }
 }
+
+/// On the host a launch first runs each task's range of threads as one call, where thread ids
+/// are unknown: a kernel that reads its id after updating an output in place has its outputs
+/// put back and runs again one thread per call (as its later launches do at once), so every
+/// launch updates each element once and every thread sees its own id.
+#[test]
+fn a_kernel_reading_its_thread_id_after_an_update_updates_once() {
+    let host = host();
+    let (n, grid, block) = (50_000usize, 10u32, 128u32);
+    let threads = (grid * block) as usize;
+    let mut counts = vec![7u32; n];
+    let mut ids = vec![u32::MAX; n];
+    for launches in 1..=2 {
+        let launch = offload::Launch::on(&host).grid(grid).block(block);
+        kernels::bump_then_ids::launch(launch, &mut counts, &mut ids).unwrap();
+        assert!(counts.iter().all(|&c| c == 7 + launches), "{launches}");
+        for (i, &id) in ids.iter().enumerate() {
+            assert_eq!(id as usize, i % threads, "element {i}, launch {launches}");
+        }
+    }
+}

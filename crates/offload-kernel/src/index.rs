@@ -1,7 +1,7 @@
 //! Thread and block ids. On nvptx64 they are PTX special registers, on SPIR-V OpenCL's work-item
 //! functions; on amdgcn the work-item and work-group ids, and extents from the launch's dispatch
 //! packet; on the host the host backend stores them in a thread-local before running each GPU
-//! thread.
+//! thread, or before running a range of threads as one call (`host_context::run_threads`).
 
 /// A 3D extent or position, as in CUDA's `dim3`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -214,6 +214,12 @@ mod derived {
     pub fn global_threads() -> usize {
         (grid_dim().count() * block_dim().count()) as usize
     }
+    /// This thread's global id, one past it, and the launch's thread count.
+    #[inline(always)]
+    pub fn ids_run() -> (usize, usize, usize) {
+        let id = global_id();
+        (id, id + 1, global_threads())
+    }
 }
 #[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
 use arch as global;
@@ -249,11 +255,16 @@ mod arch {
     };
 
     /// The context of the GPU thread running on this OS thread, with its global id and the
-    /// launch's thread count worked out once (read by every `iter_mine`).
+    /// launch's thread count worked out once (read by every `iter_mine`). While a whole range of
+    /// threads runs as one call (`run_threads`), `ctx` and `global_id` are the range's first
+    /// thread's and `ids_end` is one past its last: ownership loops then walk every element the
+    /// range's threads own, and a read of a per-thread id unwinds with [`NeedsThreadIds`].
     #[derive(Clone, Copy)]
     struct Current {
         ctx: ThreadContext,
         global_id: usize,
+        /// One past the last global id that this call runs: `global_id + 1` for one thread.
+        ids_end: usize,
         global_threads: usize,
     }
 
@@ -261,18 +272,42 @@ mod arch {
         #[inline(always)]
         fn of(ctx: ThreadContext) -> Current {
             let per_block = ctx.block_dim.count() as usize;
+            let global_id = ctx.block_idx.linear_in(ctx.grid_dim) * per_block
+                + ctx.thread_idx.linear_in(ctx.block_dim);
             Current {
                 ctx,
-                global_id: ctx.block_idx.linear_in(ctx.grid_dim) * per_block
-                    + ctx.thread_idx.linear_in(ctx.block_dim),
+                global_id,
+                ids_end: global_id + 1,
                 global_threads: ctx.grid_dim.count() as usize * per_block,
             }
         }
+
+        /// The context, unwinding with [`NeedsThreadIds`] if this call runs several threads.
+        #[inline(always)]
+        fn one_thread(self) -> Current {
+            if self.ids_end - self.global_id > 1 {
+                needs_thread_ids();
+            }
+            self
+        }
+    }
+
+    /// The unwind payload of a kernel that read a per-thread id (thread, block or global id)
+    /// while a range of its threads ran as one call: the host backend puts the
+    /// outputs back and runs the launch again one thread per call.
+    #[derive(Debug)]
+    pub struct NeedsThreadIds;
+
+    #[cold]
+    #[inline(never)]
+    fn needs_thread_ids() -> ! {
+        // `resume_unwind`: no panic hook, so no message on stderr for what is not an error.
+        std::panic::resume_unwind(std::boxed::Box::new(NeedsThreadIds))
     }
 
     std::thread_local! {
         static CURRENT: Cell<Current> = const {
-            Cell::new(Current { ctx: OUTSIDE, global_id: 0, global_threads: 1 })
+            Cell::new(Current { ctx: OUTSIDE, global_id: 0, ids_end: 1, global_threads: 1 })
         };
     }
 
@@ -305,19 +340,28 @@ mod arch {
         pub end: u64,
         /// Lanes per warp, as the scheduler's launches have them.
         pub warp_size: u32,
+        /// Run the whole range as one call of the kernel's body, whose ownership loops then
+        /// walk the range's elements in order (see [`run_threads`]).
+        pub as_one: bool,
     }
 
-    /// Run `thread` as each thread of `range` in turn, in order of global id, each a plain call
-    /// with its ids set: for kernels whose threads never wait for one another (no barrier, warp
-    /// operation or shared memory, which need the host backend's block scheduler).
+    /// Run `thread` as the threads of `range`, for kernels whose threads never wait for one
+    /// another (no barrier, warp operation or shared memory, which need the host backend's block
+    /// scheduler). With `range.as_one` and `may_run_as_one` (the kernel shares nothing across
+    /// threads but its outputs' elements: no atomics, no raw output pointers), one call runs them
+    /// all: the ownership loops (`iter_mine`, `grid_stride`, `update_mine_wide`) walk the
+    /// elements of all the range's threads in order, a loop the compiler sees whole, and a read
+    /// of a per-thread id unwinds with [`NeedsThreadIds`]. Otherwise each thread is a plain call
+    /// with its ids set, in order of global id.
     #[inline(always)]
-    pub fn run_threads(range: ThreadRange, mut thread: impl FnMut()) {
+    pub fn run_threads(range: ThreadRange, may_run_as_one: bool, mut thread: impl FnMut()) {
         let ThreadRange {
             grid,
             block,
             first,
             end,
             warp_size,
+            as_one,
         } = range;
         if first >= end {
             return;
@@ -330,6 +374,15 @@ mod arch {
             grid_dim: grid,
             warp_size,
         });
+        if as_one && may_run_as_one {
+            let whole = Current {
+                ids_end: end as usize,
+                ..current
+            };
+            let _restore = Restore(CURRENT.with(|c| c.replace(whole)));
+            thread();
+            return;
+        }
         let _restore = Restore(CURRENT.with(|c| c.replace(current)));
         let slot = CURRENT.with(Cell::as_ptr);
         for _ in first..end {
@@ -344,6 +397,7 @@ mod arch {
             unsafe {
                 (*slot).ctx.thread_idx = current.ctx.thread_idx;
                 (*slot).global_id = current.global_id;
+                (*slot).ids_end = current.global_id + 1;
                 if block_changed {
                     current.ctx.block_idx.advance_in(grid);
                     (*slot).ctx.block_idx = current.ctx.block_idx;
@@ -359,11 +413,11 @@ mod arch {
 
     #[inline(always)]
     pub fn thread_idx() -> Dim3 {
-        get().ctx.thread_idx
+        get().one_thread().ctx.thread_idx
     }
     #[inline(always)]
     pub fn block_idx() -> Dim3 {
-        get().ctx.block_idx
+        get().one_thread().ctx.block_idx
     }
     #[inline(always)]
     pub fn block_dim() -> Dim3 {
@@ -375,7 +429,13 @@ mod arch {
     }
     #[inline(always)]
     pub fn global_id() -> usize {
-        get().global_id
+        get().one_thread().global_id
+    }
+    /// The global ids that this call runs, `first..end`, and the launch's thread count.
+    #[inline(always)]
+    pub fn ids_run() -> (usize, usize, usize) {
+        let c = get();
+        (c.global_id, c.ids_end, c.global_threads)
     }
     #[inline(always)]
     pub fn global_threads() -> usize {
@@ -390,7 +450,9 @@ mod arch {
 /// The host backend's handle on the thread context (not for kernels).
 #[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
 pub mod host_context {
-    pub use super::arch::{run_threads, warp_size, with_thread, ThreadContext, ThreadRange};
+    pub use super::arch::{
+        run_threads, warp_size, with_thread, NeedsThreadIds, ThreadContext, ThreadRange,
+    };
 }
 
 /// This thread's position in its block (`threadIdx`).
@@ -437,11 +499,7 @@ pub fn global_threads() -> usize {
 /// an output).
 #[inline(always)]
 pub fn grid_stride(len: usize) -> GridStride {
-    GridStride {
-        next: global_id(),
-        len,
-        stride: global_threads(),
-    }
+    GridStride::mine(len, 0)
 }
 
 /// Iterator of [`grid_stride`].
@@ -449,11 +507,65 @@ pub struct GridStride {
     next: usize,
     len: usize,
     stride: usize,
+    /// On the host, where one call may run several consecutive threads (`run_threads`), their
+    /// indices form runs `stride` apart: the end of the current run, where the walk stops in it
+    /// (`run_end`, or `len` if less: one comparison per index), and the gap from its end to the
+    /// next run's start.
+    #[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
+    run_end: usize,
+    #[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
+    stop: usize,
+    #[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
+    gap: usize,
+}
+
+impl GridStride {
+    /// The indices below `len` of a view whose element 0 is element `offset` of its kernel
+    /// parameter, that the calling thread owns: those whose parameter index is congruent to its
+    /// global id modulo `global_threads()`.
+    #[cfg(any(target_arch = "nvptx64", target_arch = "amdgpu"))]
+    #[inline(always)]
+    pub(crate) fn mine(len: usize, offset: usize) -> GridStride {
+        let (id, stride) = (global_id(), global_threads());
+        // No division for whole parameters: 64-bit division is slow on GPUs.
+        let next = if offset == 0 {
+            id
+        } else {
+            match offset % stride {
+                phase if id >= phase => id - phase,
+                phase => id + stride - phase,
+            }
+        };
+        GridStride { next, len, stride }
+    }
+
+    /// As on GPUs, for every thread that this call runs: runs of consecutive indices.
+    #[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
+    #[inline(always)]
+    pub(crate) fn mine(len: usize, offset: usize) -> GridStride {
+        let (first, end, stride) = arch::ids_run();
+        let (next, run_end) = match offset {
+            0 => (first, end),
+            _ => match offset % stride {
+                phase if phase < end => (first.saturating_sub(phase), end - phase),
+                phase => (first + stride - phase, end + stride - phase),
+            },
+        };
+        GridStride {
+            next,
+            len,
+            stride,
+            run_end,
+            stop: run_end.min(len),
+            gap: stride - (end - first),
+        }
+    }
 }
 
 impl Iterator for GridStride {
     type Item = usize;
 
+    #[cfg(any(target_arch = "nvptx64", target_arch = "amdgpu"))]
     #[inline(always)]
     fn next(&mut self) -> Option<usize> {
         let i = self.next;
@@ -464,6 +576,33 @@ impl Iterator for GridStride {
             None
         }
     }
+
+    #[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
+    #[inline(always)]
+    fn next(&mut self) -> Option<usize> {
+        if self.next >= self.stop {
+            // The next run, if it starts below `len`.
+            if self.run_end >= self.len {
+                return None;
+            }
+            self.next = self.run_end + self.gap;
+            self.run_end += self.stride;
+            self.stop = self.run_end.min(self.len);
+            if self.next >= self.stop {
+                return None;
+            }
+        }
+        let i = self.next;
+        self.next = i + 1;
+        Some(i)
+    }
+}
+
+/// The global ids that this call runs, `first..end` (one thread on GPUs), and the launch's
+/// thread count.
+#[inline(always)]
+pub(crate) fn ids_run() -> (usize, usize, usize) {
+    global::ids_run()
 }
 
 #[cfg(all(test, not(target_arch = "nvptx64")))]
@@ -494,7 +633,9 @@ mod tests {
                 first,
                 end,
                 warp_size: 64,
+                as_one: false,
             },
+            false,
             || {
                 seen.push((
                     global_id(),
@@ -519,6 +660,56 @@ mod tests {
             })
             .collect();
         assert_eq!(seen, want);
+        assert_eq!(
+            (global_id(), global_threads()),
+            (0, 1),
+            "outside a launch again"
+        );
+    }
+
+    /// A range run as one call: `grid_stride` walks the indices of all its threads in order
+    /// (runs of consecutive indices, a stride apart), a per-thread id unwinds with
+    /// `NeedsThreadIds`, and the context outside is restored afterwards.
+    #[test]
+    fn a_range_run_as_one_call_walks_its_threads_indices_and_refuses_thread_ids() {
+        use super::host_context::NeedsThreadIds;
+        let (grid, block) = (Dim3::new(4, 1, 1), Dim3::new(8, 1, 1));
+        let range = ThreadRange {
+            grid,
+            block,
+            first: 5,
+            end: 12,
+            warp_size: 32,
+            as_one: true,
+        };
+        let mut calls = 0;
+        let mut seen = Vec::new();
+        run_threads(range, true, || {
+            calls += 1;
+            seen.extend(grid_stride(70));
+            assert_eq!(global_threads(), 32);
+        });
+        let want: Vec<usize> = (0..70).filter(|i| (5..12).contains(&(i % 32))).collect();
+        assert_eq!((calls, seen), (1, want));
+        // A kernel that may not run as one call (atomics) gets one call per thread.
+        let mut calls = 0;
+        run_threads(range, false, || calls += 1);
+        assert_eq!(calls, 7);
+        let reads: [fn(); 3] = [
+            || {
+                global_id();
+            },
+            || {
+                thread_idx();
+            },
+            || {
+                block_idx();
+            },
+        ];
+        for read in reads {
+            let unwound = std::panic::catch_unwind(|| run_threads(range, true, read));
+            assert!(unwound.unwrap_err().is::<NeedsThreadIds>());
+        }
         assert_eq!(
             (global_id(), global_threads()),
             (0, 1),

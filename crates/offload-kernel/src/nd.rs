@@ -13,6 +13,7 @@
 //! element: each thread divides once to find its first element and the stride's extents.
 
 use crate::thread_slice::ThreadSlice;
+#[cfg(any(target_arch = "nvptx64", target_arch = "amdgpu"))]
 use core::marker::PhantomData;
 use core::ops::Index;
 
@@ -157,6 +158,7 @@ impl<'a, T> ArrayViewMut<'a, T, 1> {
     }
 }
 
+#[cfg(any(target_arch = "nvptx64", target_arch = "amdgpu"))]
 impl<'a, T> ArrayViewMut<'a, T, 2> {
     /// `(row, col, &mut element)` for the elements this thread owns (see the module docs).
     #[inline(always)]
@@ -182,6 +184,7 @@ impl<'a, T> ArrayViewMut<'a, T, 2> {
     }
 }
 
+#[cfg(any(target_arch = "nvptx64", target_arch = "amdgpu"))]
 impl<'a, T> ArrayViewMut<'a, T, 3> {
     /// `(i, j, k, &mut element)` for the elements this thread owns (see the module docs).
     #[inline(always)]
@@ -208,6 +211,7 @@ impl<'a, T> ArrayViewMut<'a, T, 3> {
 }
 
 /// This thread's elements of a two-dimensional output, with their coordinates.
+#[cfg(any(target_arch = "nvptx64", target_arch = "amdgpu"))]
 pub struct MineIter2<'s, T> {
     ptr: *mut T,
     len: usize,
@@ -222,6 +226,7 @@ pub struct MineIter2<'s, T> {
     _borrow: PhantomData<&'s mut [T]>,
 }
 
+#[cfg(any(target_arch = "nvptx64", target_arch = "amdgpu"))]
 impl<'s, T> Iterator for MineIter2<'s, T> {
     type Item = (usize, usize, &'s mut T);
 
@@ -248,6 +253,7 @@ impl<'s, T> Iterator for MineIter2<'s, T> {
 }
 
 /// This thread's elements of a three-dimensional output, with their coordinates.
+#[cfg(any(target_arch = "nvptx64", target_arch = "amdgpu"))]
 pub struct MineIter3<'s, T> {
     ptr: *mut T,
     len: usize,
@@ -262,6 +268,7 @@ pub struct MineIter3<'s, T> {
     _borrow: PhantomData<&'s mut [T]>,
 }
 
+#[cfg(any(target_arch = "nvptx64", target_arch = "amdgpu"))]
 impl<'s, T> Iterator for MineIter3<'s, T> {
     type Item = (usize, usize, usize, &'s mut T);
 
@@ -290,6 +297,117 @@ impl<'s, T> Iterator for MineIter3<'s, T> {
         Some((a, b, c, unsafe { &mut *self.ptr.add(i) }))
     }
 }
+
+/// On the host one call may run several consecutive threads (`run_threads`): their elements
+/// come in runs of consecutive indices, whose coordinates are stepped by one; a run's first
+/// element is divided out (every element when a call runs one thread).
+#[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
+mod host_iter {
+    use super::ArrayViewMut;
+    use crate::index::GridStride;
+    use core::marker::PhantomData;
+
+    impl<'a, T> ArrayViewMut<'a, T, 2> {
+        /// `(row, col, &mut element)` for the elements this thread owns (see the module docs).
+        #[inline(always)]
+        pub fn iter_mine(&mut self) -> MineIter2<'_, T> {
+            MineIter2 {
+                ptr: self.out.as_mut_ptr(),
+                indices: self.out.mine_indices(),
+                expect: usize::MAX,
+                at: [0, 0],
+                cols: self.dim[1],
+                _borrow: PhantomData,
+            }
+        }
+    }
+
+    impl<'a, T> ArrayViewMut<'a, T, 3> {
+        /// `(i, j, k, &mut element)` for the elements this thread owns (see the module docs).
+        #[inline(always)]
+        pub fn iter_mine(&mut self) -> MineIter3<'_, T> {
+            let [_, d1, d2] = self.dim;
+            MineIter3 {
+                ptr: self.out.as_mut_ptr(),
+                indices: self.out.mine_indices(),
+                expect: usize::MAX,
+                at: [0; 3],
+                extents: [d1, d2],
+                _borrow: PhantomData,
+            }
+        }
+    }
+
+    /// This thread's elements of a two-dimensional output, with their coordinates.
+    pub struct MineIter2<'s, T> {
+        ptr: *mut T,
+        indices: GridStride,
+        /// The index whose coordinates `at` holds: the one after the last yielded.
+        expect: usize,
+        at: [usize; 2],
+        cols: usize,
+        _borrow: PhantomData<&'s mut [T]>,
+    }
+
+    impl<'s, T> Iterator for MineIter2<'s, T> {
+        type Item = (usize, usize, &'s mut T);
+
+        #[inline(always)]
+        fn next(&mut self) -> Option<Self::Item> {
+            // Only indices below the length, which is rows × cols: `cols` is not 0 here.
+            let i = self.indices.next()?;
+            if i != self.expect {
+                self.at = [i / self.cols, i % self.cols];
+            }
+            let [row, col] = self.at;
+            self.at = if col + 1 == self.cols {
+                [row + 1, 0]
+            } else {
+                [row, col + 1]
+            };
+            self.expect = i + 1;
+            // SAFETY: i < len; the index is this call's threads' (as in
+            // `ThreadSlice::iter_mine`) and yielded once.
+            Some((row, col, unsafe { &mut *self.ptr.add(i) }))
+        }
+    }
+
+    /// This thread's elements of a three-dimensional output, with their coordinates.
+    pub struct MineIter3<'s, T> {
+        ptr: *mut T,
+        indices: GridStride,
+        /// The index whose coordinates `at` holds: the one after the last yielded.
+        expect: usize,
+        at: [usize; 3],
+        /// The extents of the two inner axes.
+        extents: [usize; 2],
+        _borrow: PhantomData<&'s mut [T]>,
+    }
+
+    impl<'s, T> Iterator for MineIter3<'s, T> {
+        type Item = (usize, usize, usize, &'s mut T);
+
+        #[inline(always)]
+        fn next(&mut self) -> Option<Self::Item> {
+            let i = self.indices.next()?;
+            let [d1, d2] = self.extents;
+            if i != self.expect {
+                self.at = [i / d2 / d1, i / d2 % d1, i % d2];
+            }
+            let [a, b, c] = self.at;
+            self.at = match (c + 1 == d2, b + 1 == d1) {
+                (false, _) => [a, b, c + 1],
+                (true, false) => [a, b + 1, 0],
+                (true, true) => [a + 1, 0, 0],
+            };
+            self.expect = i + 1;
+            // SAFETY: as in `MineIter2`.
+            Some((a, b, c, unsafe { &mut *self.ptr.add(i) }))
+        }
+    }
+}
+#[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
+pub use host_iter::{MineIter2, MineIter3};
 
 #[cfg(all(test, not(target_arch = "nvptx64")))]
 mod tests {
@@ -378,5 +496,49 @@ mod tests {
             "past its axis, though inside the data"
         );
         assert_eq!(v.dim(), [2, 3, 4]);
+    }
+
+    /// Ranges of threads run as one call each yield every element they own once, with the
+    /// coordinates of its index, in two and three dimensions.
+    #[test]
+    fn ranges_run_as_one_call_yield_each_element_with_its_coordinates() {
+        use crate::index::host_context::{run_threads, ThreadRange};
+        let (threads, blocks) = (4u32, 3u64);
+        let total = threads as u64 * blocks;
+        for cuts in [
+            &[0, 12][..],
+            &[0, 5, 6, 12],
+            &[0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12],
+        ] {
+            let mut seen2 = vec![0u32; 35];
+            let mut seen3 = vec![0u32; 30];
+            for pair in cuts.windows(2) {
+                let range = ThreadRange {
+                    grid: Dim3::new(blocks as u32, 1, 1),
+                    block: Dim3::new(threads, 1, 1),
+                    first: pair[0],
+                    end: pair[1],
+                    warp_size: 32,
+                    as_one: true,
+                };
+                run_threads(range, true, || {
+                    // SAFETY: the vectors are borrowed mutably for the call; ranges run in turn.
+                    let out = unsafe { ThreadSlice::from_raw_parts(seen2.as_mut_ptr(), 35) };
+                    for (r, c, e) in ArrayViewMut::from_shape(out, [5, 7]).iter_mine() {
+                        let i = r * 7 + c;
+                        assert!((pair[0]..pair[1]).contains(&(i as u64 % total)), "{i}");
+                        *e += 1;
+                    }
+                    // SAFETY: as above.
+                    let out = unsafe { ThreadSlice::from_raw_parts(seen3.as_mut_ptr(), 30) };
+                    for (a, b, c, e) in ArrayViewMut::from_shape(out, [2, 3, 5]).iter_mine() {
+                        let i = (a * 3 + b) * 5 + c;
+                        assert!((pair[0]..pair[1]).contains(&(i as u64 % total)), "{i}");
+                        *e += 1;
+                    }
+                });
+            }
+            assert!(seen2.iter().chain(&seen3).all(|&n| n == 1), "{cuts:?}");
+        }
     }
 }

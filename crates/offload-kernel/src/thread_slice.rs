@@ -18,7 +18,7 @@
 //! parameter's own. (16-byte updates share out chunks by a rule of their own, so they take a
 //! parameter of their own: `#[wide]`, a [`WideSlice`](crate::WideSlice) in the body.)
 
-use crate::index::{global_id, global_threads};
+use crate::index::{global_id, global_threads, GridStride};
 use core::marker::PhantomData;
 use core::ops::{Bound, RangeBounds};
 
@@ -70,14 +70,17 @@ impl<'a, T> ThreadSlice<'a, T> {
     /// element), and the elements are those this thread owns in the whole parameter.
     #[inline(always)]
     pub fn iter_mine(&mut self) -> MineIter<'_, T> {
-        let (next, stride) = self.first_mine();
         MineIter {
             ptr: self.ptr,
-            len: self.len,
-            next,
-            stride,
+            indices: self.mine_indices(),
             _borrow: PhantomData,
         }
+    }
+
+    /// The indices of [`iter_mine`](Self::iter_mine).
+    #[inline(always)]
+    pub(crate) fn mine_indices(&self) -> GridStride {
+        GridStride::mine(self.len, self.offset)
     }
 
     /// The first index of this view that the calling thread owns, and the stride to its next
@@ -175,9 +178,7 @@ impl<'a, T> ThreadSlice<'a, T> {
 /// Grid-stride iterator over the elements of a [`ThreadSlice`] that this thread owns.
 pub struct MineIter<'s, T> {
     ptr: *mut T,
-    len: usize,
-    next: usize,
-    stride: usize,
+    indices: GridStride,
     _borrow: PhantomData<&'s mut [T]>,
 }
 
@@ -186,15 +187,10 @@ impl<'s, T> Iterator for MineIter<'s, T> {
 
     #[inline(always)]
     fn next(&mut self) -> Option<Self::Item> {
-        let i = self.next;
-        if i < self.len {
-            self.next = i + self.stride;
-            // SAFETY: i < len; each index is yielded once per iterator and belongs to this
-            // thread alone (i ≡ global_id mod global_threads).
-            Some((i, unsafe { &mut *self.ptr.add(i) }))
-        } else {
-            None
-        }
+        let i = self.indices.next()?;
+        // SAFETY: i < len; each index is yielded once per iterator and belongs to the threads
+        // of this call alone (i ≡ global_id mod global_threads).
+        Some((i, unsafe { &mut *self.ptr.add(i) }))
     }
 }
 
@@ -281,5 +277,50 @@ mod tests {
         owners(1, 4, |out, _| {
             out.slice(2..5);
         });
+    }
+
+    /// Ranges of threads run as one call each reach, through views at any offset, exactly the
+    /// elements that their threads own one per call.
+    #[test]
+    fn ranges_run_as_one_call_reach_their_threads_elements() {
+        use crate::index::host_context::{run_threads, ThreadRange};
+        let (threads, len) = (7u32, 40);
+        for (start, end) in [(0, 40), (3, 25), (11, 40), (6, 7), (20, 20)] {
+            for cuts in [&[0, 3, 7][..], &[0, 1, 2, 6, 7], &[0, 7]] {
+                let mut out = vec![u32::MAX; len];
+                for (r, pair) in cuts.windows(2).enumerate() {
+                    let range = ThreadRange {
+                        grid: Dim3::new(1, 1, 1),
+                        block: Dim3::new(threads, 1, 1),
+                        first: pair[0],
+                        end: pair[1],
+                        warp_size: 32,
+                        as_one: true,
+                    };
+                    run_threads(range, true, || {
+                        // SAFETY: `out` is borrowed mutably for the call; the ranges run one
+                        // by one.
+                        let mut whole =
+                            unsafe { ThreadSlice::from_raw_parts(out.as_mut_ptr(), len) };
+                        for (i, e) in whole.slice(start..end).iter_mine() {
+                            assert_eq!(*e, u32::MAX, "element {} reached twice", start + i);
+                            *e = r as u32;
+                        }
+                    });
+                }
+                for (i, &got) in out.iter().enumerate() {
+                    let owner = i as u64 % threads as u64;
+                    let want = match (start..end).contains(&i) {
+                        true => cuts.windows(2).position(|p| (p[0]..p[1]).contains(&owner)),
+                        false => None,
+                    };
+                    assert_eq!(
+                        got,
+                        want.map_or(u32::MAX, |r| r as u32),
+                        "{start}..{end} {cuts:?}: {i}"
+                    );
+                }
+            }
+        }
     }
 }

@@ -14,7 +14,7 @@
 //! updated both ways in a launch. The `#[wide]` kernel-parameter attribute makes that a type rule:
 //! the body sees the output as a [`WideSlice`], which has no other way in.
 
-use crate::index::{global_id, global_threads};
+use crate::index::{ids_run, GridStride};
 use crate::thread_slice::ThreadSlice;
 use core::marker::PhantomData;
 use core::mem::{align_of, size_of};
@@ -191,9 +191,7 @@ impl<'a, T: WideElement> WideSlice<'a, T> {
             size_of::<T>(),
         );
         let lanes = WIDE_BYTES / size_of::<T>();
-        let (first, stride) = (global_id(), global_threads());
-        let mut c = first;
-        while c < cut.chunks {
+        for c in GridStride::mine(cut.chunks, 0) {
             let at = cut.head + c * lanes;
             // SAFETY: elements at..at+lanes lie within both slices (at + lanes <= head + chunks *
             // lanes <= paired); `at` is 16-byte aligned in the output (head reaches the first
@@ -210,13 +208,11 @@ impl<'a, T: WideElement> WideSlice<'a, T> {
                 }
                 y.write(ys);
             }
-            c += stride;
         }
         // The head and tail, numbered one after the other and shared out grid-stride too: a
         // launch of fewer threads than end elements must still reach all of them.
         let ends = cut.head + cut.tail;
-        let mut j = first;
-        while j < ends {
+        for j in GridStride::mine(ends, 0) {
             let i = if j < cut.head { j } else { paired - ends + j };
             // SAFETY: i < paired, within both slices; end element j (hence i) is this thread's
             // alone and no chunk contains it.
@@ -224,21 +220,25 @@ impl<'a, T: WideElement> WideSlice<'a, T> {
                 let y = out.add(i);
                 y.write(f(y.read(), *input.get_unchecked(i)));
             }
-            j += stride;
         }
         // Output elements past the end of a shorter input: the threads that own them in
-        // `iter_mine`'s order (i ≡ global_id mod global_threads) panic, as its loop would.
+        // `iter_mine`'s order (i ≡ global_id mod global_threads) panic, as its loop would: the
+        // first of this call's threads that owns one.
         if len > paired {
-            let past = if first >= paired {
-                first
-            } else {
-                first + (paired - first).div_ceil(stride) * stride
-            };
-            if past < len {
-                panic!(
-                    "index out of bounds: the len is {} but the index is {}",
-                    paired, past
-                );
+            let (first, end, stride) = ids_run();
+            // Counted from `end - first`, which folds to 1 on GPUs (`end` is `first + 1`).
+            for id in (0..end - first).map(|k| first + k) {
+                let past = if id >= paired {
+                    id
+                } else {
+                    id + (paired - id).div_ceil(stride) * stride
+                };
+                if past < len {
+                    panic!(
+                        "index out of bounds: the len is {} but the index is {}",
+                        paired, past
+                    );
+                }
             }
         }
     }

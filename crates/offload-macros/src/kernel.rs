@@ -543,6 +543,12 @@ fn expand_host(
     }).collect();
     let host_reads = host_reads(params);
     let host_args = body_args(params);
+    // One call may run a whole range of threads when nothing but the outputs' elements is
+    // shared between threads: atomics and raw output pointers are reached by every thread, so
+    // each thread's own call must reach them.
+    let may_run_as_one = !params
+        .iter()
+        .any(|p| matches!(p.passing, Passing::Atomic | Passing::PtrMut));
     let arity = params.len();
     let arity_msg = {
         // What a caller passes, as written (not the launcher's map-kind traits).
@@ -705,7 +711,7 @@ fn expand_host(
             }
 
             /// The kernel's host build for threads that never wait for one another: runs the
-            /// launch's threads `range` in turn, its parameters read once.
+            /// launch's threads `range`, its parameters read once (see `run_threads`).
             ///
             /// # Safety
             /// As `host_thread`, and `range` lies within the launch's grid.
@@ -718,7 +724,7 @@ fn expand_host(
                 // parameters, as every GPU thread of the launch does.
                 unsafe {
                     #(#host_reads)*
-                    ::offload::__private::run_threads(range, || {
+                    ::offload::__private::run_threads(range, #may_run_as_one, || {
                         super::#body_fn #call_generics(#(#host_args),*)
                     })
                 }

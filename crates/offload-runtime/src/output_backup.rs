@@ -40,6 +40,16 @@ impl OutputBackups {
         self.saved.push((ptr, bytes, copy));
     }
 
+    /// Put the outputs back as they were when saved (for a launch that runs its kernel again).
+    pub(crate) fn restore(&self) {
+        for (ptr, bytes, copy) in &self.saved {
+            // SAFETY: the output is still borrowed for the launch (the contract of `save`), and
+            // the kernel is not running.
+            let output = unsafe { std::slice::from_raw_parts_mut(*ptr, *bytes) };
+            parallel_copy(output, &copy[..*bytes]);
+        }
+    }
+
     /// The launch succeeded: leave the outputs as the kernel wrote them.
     pub(crate) fn keep_results(mut self) {
         self.results_kept = true;
@@ -48,14 +58,11 @@ impl OutputBackups {
 
 impl Drop for OutputBackups {
     fn drop(&mut self) {
+        if !self.results_kept {
+            self.restore();
+        }
         let mut spare = SPARE.lock().unwrap_or_else(PoisonError::into_inner);
-        for (ptr, bytes, copy) in self.saved.drain(..) {
-            if !self.results_kept {
-                // SAFETY: the output is still borrowed for the launch (the contract of `save`)
-                // and the kernel has finished with it.
-                let output = unsafe { std::slice::from_raw_parts_mut(ptr, bytes) };
-                parallel_copy(output, &copy[..bytes]);
-            }
+        for (_, _, copy) in self.saved.drain(..) {
             if spare.len() < KEPT_BUFFERS {
                 spare.push(copy);
             }

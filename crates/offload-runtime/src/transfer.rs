@@ -251,6 +251,8 @@ pub(crate) fn launch(
     };
     let mut summary = LaunchSummary::default();
     let mut copy_back = Vec::new();
+    // Whether an output is worked on in a copy (not saved in `backups`).
+    let mut outputs_copied = false;
     let (params, resident) = pack(device, kernel, args, |data| match data {
         HostData::Input {
             ptr,
@@ -289,6 +291,7 @@ pub(crate) fn launch(
             Ok(DevicePtr(ptr as usize as u64))
         }
         HostData::Output { ptr, bytes, kind } => {
+            outputs_copied = true;
             let copy_in = matches!(kind, OutKind::ToFrom | OutKind::To);
             let back = matches!(kind, OutKind::ToFrom | OutKind::From);
             let (device, slot) = buffers.map(kernel, ptr, bytes, copy_in, back, report)?;
@@ -319,8 +322,16 @@ pub(crate) fn launch(
     let timed = crate::report::device_time_wanted();
     let begin = timed.then(|| backend.record_event().ok()).flatten();
     // SAFETY: `params` were packed from the arguments of this kernel's launcher, and the device
-    // copies they name live until `buffers` is dropped, after the queue drained.
-    unsafe { backend.launch(entry.handle, shape, &params) }.map_err(failed)?;
+    // copies they name live until `buffers` is dropped, after the queue drained. The kernel may
+    // run again only when every output is one that `backups` saved and puts back.
+    unsafe {
+        if outputs_copied {
+            backend.launch(entry.handle, shape, &params)
+        } else {
+            backend.launch_restartable(entry.handle, shape, &params, &mut || backups.restore())
+        }
+    }
+    .map_err(failed)?;
     let end = begin.as_ref().and_then(|_| backend.record_event().ok());
     // Small results go to their bounce slots right behind the kernel, and reach the caller only
     // once the kernel is known to have succeeded.

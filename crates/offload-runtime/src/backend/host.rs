@@ -3,11 +3,14 @@
 //! of which one call runs one GPU thread. A launch runs the grid before it returns: blocks in
 //! parallel on rayon's pool, the threads of a block as coroutines (`scheduler`) so that barriers,
 //! warp operations and per-block shared memory behave as on a GPU. A kernel whose threads never
-//! wait for one another comes with a build that runs a range of threads as plain calls: its
-//! launch gives each worker contiguous ranges of thread ids instead, with no coroutine and no
-//! per-block setup (grid-stride views give consecutive threads consecutive elements, so each
-//! worker walks contiguous memory). A panicking thread makes the launch fail with the panic's
-//! message. Warps have 32 lanes, or 64 (AMD's CDNA wavefronts) under
+//! wait for one another comes with a build that runs a range of threads: its launch gives each
+//! worker contiguous ranges of thread ids instead, with no coroutine and no per-block setup
+//! (grid-stride views give consecutive threads consecutive elements, so each worker walks
+//! contiguous memory). Where the launch can put its outputs back (`launch_restartable`), each
+//! range runs as one call of the kernel's body, whose ownership loops then walk the range's
+//! elements as one loop; a kernel that turns out to read per-thread ids has its outputs put back
+//! and runs again one thread per call, as its later launches do. A panicking thread makes the
+//! launch fail with the panic's message. Warps have 32 lanes, or 64 (AMD's CDNA wavefronts) under
 //! `OFFLOAD_HOST_WARP_SIZE=64`, read at each launch, so warp code is tested at both widths without
 //! an AMD GPU.
 
@@ -20,7 +23,7 @@ use crate::backend::interface::{
 use crate::backend::limits::{EntryLimits, Limits, Shape};
 use crate::backend::packed::PackedArgs;
 use crate::{Error, Result};
-use offload_kernel::host_context::ThreadRange;
+use offload_kernel::host_context::{NeedsThreadIds, ThreadRange};
 use offload_kernel::Dim3;
 use rayon::prelude::*;
 use std::alloc::{alloc, dealloc, Layout};
@@ -32,8 +35,9 @@ use std::sync::{Arc, Mutex, PoisonError, RwLock};
 use std::time::{Duration, Instant};
 
 /// Threads of a kernel without the block model per task on rayon's pool: enough that a task's
-/// cost is its threads', few enough that the workers share the grid evenly.
-const THREADS_PER_TASK: u64 = 1 << 14;
+/// cost is its threads', few enough that the workers share the grid evenly and that a task's
+/// elements of a few arrays stay in the core's cache between the loops of one kernel body.
+const THREADS_PER_TASK: u64 = 1 << 12;
 
 /// Alignment of `alloc`'s memory, as CUDA's.
 const ALLOC_ALIGN: usize = 256;
@@ -47,11 +51,14 @@ pub fn discover() -> std::result::Result<Vec<Arc<dyn Backend>>, String> {
 
 /// A loaded host build: the kernel's name, its one-thread build, and its build for ranges of
 /// threads where the kernel's threads never wait for one another.
-#[derive(Clone, Copy)]
+#[derive(Clone)]
 struct HostEntry {
     name: &'static str,
     thread: HostThread,
     threads: Option<HostThreads>,
+    /// Set once a launch found that the kernel reads per-thread ids, so that a range of its
+    /// threads cannot run as one call (`NeedsThreadIds`): later launches run one per call.
+    reads_thread_ids: Arc<AtomicBool>,
 }
 
 /// The host device, or one queue of it: all queues share the device.
@@ -146,8 +153,93 @@ impl HostBackend {
         // Only `release` empties the list, so a handle it does not hold is one of before.
         entries
             .get(handle as usize)
-            .copied()
+            .cloned()
             .ok_or_else(|| self.released())
+    }
+}
+
+impl HostBackend {
+    /// Runs a launch to its end. With `restore_outputs`, ranges of threads of a kernel that never
+    /// waits may run as one call each, the launch running again one thread per call (after
+    /// `restore_outputs`) if the kernel reads per-thread ids.
+    ///
+    /// # Safety
+    /// As [`Backend::launch`].
+    unsafe fn run(
+        &self,
+        entry: EntryHandle,
+        shape: Shape,
+        args: &PackedArgs,
+        restore_outputs: Option<&mut dyn FnMut()>,
+    ) -> Result<()> {
+        self.check_live()?;
+        let entry = self.entry(entry.0)?;
+        let warp_size = warp_size().map_err(|reason| Error::InvalidLaunch {
+            kernel: entry.name,
+            device: self.device.name.clone(),
+            reason,
+        })?;
+        let Shape {
+            grid,
+            block,
+            dynamic_shared,
+        } = shape;
+        let run = |as_one: bool| match entry.threads {
+            Some(threads) => {
+                let total = grid.count() * block.count();
+                let task = |t: u64| {
+                    let first = t * THREADS_PER_TASK;
+                    let range = ThreadRange {
+                        grid,
+                        block,
+                        first,
+                        end: (first + THREADS_PER_TASK).min(total),
+                        warp_size,
+                        as_one,
+                    };
+                    // SAFETY: `args` are this entry's packed parameters (the trait contract),
+                    // `range` lies in the grid, and the entry's threads never wait for one
+                    // another (how the layer above chose this build).
+                    unsafe { threads(args, range) }
+                };
+                (0..total.div_ceil(THREADS_PER_TASK))
+                    .into_par_iter()
+                    .for_each(task)
+            }
+            None => {
+                // SAFETY: `args` are this entry's packed parameters (the trait contract), and
+                // every thread runs through the scheduler.
+                let run_thread = || unsafe { (entry.thread)(args) };
+                let run_block = |b: u64| {
+                    scheduler::run_block(
+                        Dim3::from_linear(b, grid),
+                        grid,
+                        block,
+                        dynamic_shared as usize,
+                        warp_size,
+                        &run_thread,
+                    )
+                };
+                (0..grid.count()).into_par_iter().for_each(run_block)
+            }
+        };
+        let as_one = restore_outputs.is_some() && !entry.reads_thread_ids.load(Ordering::Relaxed);
+        let mut ran = catch_unwind(AssertUnwindSafe(|| run(as_one)));
+        if let (Err(payload), Some(restore)) = (&ran, restore_outputs) {
+            if payload.is::<NeedsThreadIds>() {
+                entry.reads_thread_ids.store(true, Ordering::Relaxed);
+                restore();
+                ran = catch_unwind(AssertUnwindSafe(|| run(false)));
+            }
+        }
+        ran.map_err(|payload| {
+            let message = payload
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| payload.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "panic with a non-string payload".to_string());
+            self.driver_error("running the kernel", format!("panicked: {message}"))
+        })
     }
 }
 
@@ -299,6 +391,7 @@ impl Backend for HostBackend {
             name,
             thread,
             threads,
+            reads_thread_ids: Arc::new(AtomicBool::new(false)),
         });
         Ok(ImageHandle(entries.len() as u64 - 1))
     }
@@ -328,64 +421,22 @@ impl Backend for HostBackend {
     }
 
     unsafe fn launch(&self, entry: EntryHandle, shape: Shape, args: &PackedArgs) -> Result<()> {
-        self.check_live()?;
-        let entry = self.entry(entry.0)?;
-        let warp_size = warp_size().map_err(|reason| Error::InvalidLaunch {
-            kernel: entry.name,
-            device: self.device.name.clone(),
-            reason,
-        })?;
-        let Shape {
-            grid,
-            block,
-            dynamic_shared,
-        } = shape;
-        let run = || match entry.threads {
-            Some(threads) => {
-                let total = grid.count() * block.count();
-                let task = |t: u64| {
-                    let first = t * THREADS_PER_TASK;
-                    let range = ThreadRange {
-                        grid,
-                        block,
-                        first,
-                        end: (first + THREADS_PER_TASK).min(total),
-                        warp_size,
-                    };
-                    // SAFETY: `args` are this entry's packed parameters (the trait contract),
-                    // `range` lies in the grid, and the entry's threads never wait for one
-                    // another (how the layer above chose this build).
-                    unsafe { threads(args, range) }
-                };
-                (0..total.div_ceil(THREADS_PER_TASK))
-                    .into_par_iter()
-                    .for_each(task)
-            }
-            None => {
-                // SAFETY: `args` are this entry's packed parameters (the trait contract), and
-                // every thread runs through the scheduler.
-                let run_thread = || unsafe { (entry.thread)(args) };
-                let run_block = |b: u64| {
-                    scheduler::run_block(
-                        Dim3::from_linear(b, grid),
-                        grid,
-                        block,
-                        dynamic_shared as usize,
-                        warp_size,
-                        &run_thread,
-                    )
-                };
-                (0..grid.count()).into_par_iter().for_each(run_block)
-            }
-        };
-        catch_unwind(AssertUnwindSafe(run)).map_err(|payload| {
-            let message = payload
-                .downcast_ref::<&str>()
-                .map(|s| s.to_string())
-                .or_else(|| payload.downcast_ref::<String>().cloned())
-                .unwrap_or_else(|| "panic with a non-string payload".to_string());
-            self.driver_error("running the kernel", format!("panicked: {message}"))
-        })
+        // SAFETY: the caller keeps the contract.
+        unsafe { self.run(entry, shape, args, None) }
+    }
+
+    /// A kernel whose threads never wait for one another runs each task's range of threads as
+    /// one call when it can (see `run_threads`); if it turns out to read per-thread ids, the
+    /// outputs go back and it runs again one thread per call.
+    unsafe fn launch_restartable(
+        &self,
+        entry: EntryHandle,
+        shape: Shape,
+        args: &PackedArgs,
+        restore_outputs: &mut dyn FnMut(),
+    ) -> Result<()> {
+        // SAFETY: the caller keeps the contract.
+        unsafe { self.run(entry, shape, args, Some(restore_outputs)) }
     }
 
     /// Launches and copies are complete when their calls return.

@@ -195,6 +195,25 @@ pub trait Backend: Send + Sync + 'static {
     /// it, until the launch has completed.
     unsafe fn launch(&self, entry: EntryHandle, shape: Shape, args: &PackedArgs) -> Result<()>;
 
+    /// As [`launch`](Self::launch), for a launch that has a copy of its outputs: a plugin that
+    /// tries a faster way of running a kernel which may turn out not to fit it partway may call
+    /// `restore_outputs` (which puts the outputs back as they were before the launch) and run
+    /// the kernel again the ordinary way. The host CPU plugin does so; others just launch.
+    ///
+    /// # Safety
+    /// As `launch`.
+    unsafe fn launch_restartable(
+        &self,
+        entry: EntryHandle,
+        shape: Shape,
+        args: &PackedArgs,
+        restore_outputs: &mut dyn FnMut(),
+    ) -> Result<()> {
+        let _ = restore_outputs;
+        // SAFETY: the caller keeps `launch`'s contract.
+        unsafe { self.launch(entry, shape, args) }
+    }
+
     /// Wait for all queued work; a kernel fault surfaces here.
     fn synchronize(&self) -> Result<()>;
 
