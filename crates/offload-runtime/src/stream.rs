@@ -131,8 +131,7 @@ impl ReplayQueue for Queue {
     }
 
     fn after_device_queue(&self) -> Result<()> {
-        let device_queue = self.device.backend().record_event()?;
-        self.backend.wait_event(&*device_queue)
+        self.backend.wait_for(self.device.backend())
     }
 
     fn launched(&self, kernels: &[(&'static str, Arc<LoadedImage>)]) {
@@ -144,6 +143,18 @@ impl ReplayQueue for Queue {
 }
 
 impl Queue {
+    /// Note a kernel queued, unless it is the one noted last: a loop of the same launch keeps
+    /// one entry (the panic record is per image, the names are for messages).
+    fn note_launched(&self, kernel: &'static str, image: &Arc<LoadedImage>) {
+        let mut launched = self.launched.lock().unwrap_or_else(|p| p.into_inner());
+        let repeated = launched
+            .last()
+            .is_some_and(|(k, i)| std::ptr::eq(*k, kernel) && Arc::ptr_eq(i, image));
+        if !repeated {
+            launched.push((kernel, image.clone()));
+        }
+    }
+
     /// Wait for the queued work, then report a kernel that panicked in it.
     fn synchronize(&self) -> Result<()> {
         let backend = &*self.backend;
@@ -570,7 +581,7 @@ pub fn enqueue<M: StreamMode>(
         return recording.add(backend, device, kernel, &entry, shape, args);
     }
     let mut report = LaunchReport::new(kernel.name, device.name(), shape);
-    let mut buffers = Vec::with_capacity(args.len());
+    let mut buffers = Vec::new();
     let mut summary = LaunchSummary::default();
     let queued = queue_launch(
         stream,
@@ -588,12 +599,7 @@ pub fn enqueue<M: StreamMode>(
         unsafe { backend.free(ptr) };
     }
     queued?;
-    stream
-        .queue
-        .launched
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .push((kernel.name, entry.image));
+    stream.queue.note_launched(kernel.name, &entry.image);
     if device.memory_is_host() {
         trace::host_launch(&report);
     } else {
