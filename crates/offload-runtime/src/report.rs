@@ -25,7 +25,8 @@ pub struct LaunchReport {
     /// Time of the copies to the device.
     pub time_to_device: Duration,
     /// From submitting the kernel to its completion, measured on the host after the device had
-    /// drained every earlier operation (so it includes launch latency, a few microseconds).
+    /// drained every earlier operation (so it includes launch latency, a few microseconds). Zero
+    /// for a launch queued on a stream: its kernel runs after the call returns, unobserved.
     pub kernel_time: Duration,
     /// The kernel's time as the device measured it (events around the kernel alone), for plain
     /// launches while [`measure_device_time`] is on or `OFFLOAD_INFO` is set; `None` otherwise.

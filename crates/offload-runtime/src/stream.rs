@@ -44,7 +44,7 @@ use std::marker::PhantomData;
 use std::mem::{size_of, size_of_val};
 use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// Run `body` with a scope in which streams may queue work on host data borrowed from outside
 /// it; wait for all of it before returning. The result is `body`'s error if it failed, else the
@@ -683,14 +683,12 @@ fn queue_launch<M: StreamMode>(
         stream.queue.after_device_queue()?;
     }
     claim.order_on(&stream.queue.backend)?;
-    let launched = Instant::now();
     // SAFETY: `params` were packed from the arguments of this kernel's launcher; the buffers
     // they name are freed after the queued work, and the host data they name stays borrowed for
     // the stream's scope.
     unsafe { backend.launch(entry.handle, shape, &params) }
         .map_err(|e| kernel_failed(kernel.name, e))?;
     claim.queued_on(&stream.queue.backend);
-    report.kernel_time = launched.elapsed();
     for (host, d, bytes) in copy_back {
         report.bytes_from_device += bytes;
         // SAFETY: the `&mut` host slice is borrowed for the stream's scope, which waits for the
