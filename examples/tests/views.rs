@@ -96,6 +96,7 @@ fn permute_moves_every_element(device: &Device) {
     for n in [0usize, 1, 1000, 65_537] {
         let x = floats(n, 35);
         // A permutation: i -> (i * stride + 3) mod n with a stride prime to n.
+        // gcd(s, 0) is s: for n = 0 any stride will do.
         let stride = (1..)
             .map(|s| 2 * s + 1)
             .find(|s| gcd(*s, n.max(1)) == 1)

@@ -102,9 +102,10 @@ impl<'d> Launch<'d> {
             });
         }
         crate::aliasing::check_disjoint(kernel, args)?;
-        let shape = self.resolve(kernel.name, device, args)?;
+        let limits = device.limits();
+        let shape = self.resolve(kernel.name, device, &limits, args)?;
         let entry = device.entry(kernel)?;
-        let limit = device.limits().max_shared_per_block;
+        let limit = limits.max_shared_per_block;
         check_entry(shape, &entry.limits, limit).map_err(|reason| Error::InvalidLaunch {
             kernel: kernel.name,
             device: device.name().to_string(),
@@ -118,6 +119,7 @@ impl<'d> Launch<'d> {
         &self,
         kernel: &'static str,
         device: &Device,
+        limits: &Limits,
         args: &[KernelArg<'_>],
     ) -> Result<Shape> {
         let invalid = |reason: String| Error::InvalidLaunch {
@@ -136,7 +138,7 @@ impl<'d> Launch<'d> {
                     // each worker's range of threads walks consecutive elements (backend::host).
                     items.div_ceil(per_block).max(1)
                 } else {
-                    default_blocks(items, per_block, &device.limits())
+                    default_blocks(items, per_block, limits)
                 };
                 let blocks = u32::try_from(blocks).map_err(|_| {
                     invalid(format!("{items} elements need {blocks} blocks: too many"))
@@ -149,7 +151,7 @@ impl<'d> Launch<'d> {
             block,
             dynamic_shared: self.dynamic_shared,
         };
-        check_shape(shape, &device.limits()).map_err(invalid)?;
+        check_shape(shape, limits).map_err(invalid)?;
         Ok(shape)
     }
 }
@@ -379,6 +381,7 @@ mod tests {
         use super::*;
         use crate::backend::mock::{MockGpu, MOCK_TARGET};
         use crate::backend::PackedArgs;
+        use crate::map::OutArg;
         use crate::{DeviceImage, ImageFormat, ImageSet};
         use offload_kernel::panic_record::{PanicRecord, PANIC_COMPLETE, PANIC_FILE_BYTES};
         use std::sync::atomic::Ordering;
@@ -534,6 +537,37 @@ mod tests {
                 fill(&FILL, Launch::on(&device), &mut out).unwrap();
                 assert_eq!(gpu.live_allocations(), 0);
             }
+        }
+
+        /// `fill` of `out`, device data, queued on `stream`.
+        fn enqueue_fill(
+            stream: &crate::Stream<'_>,
+            out: crate::DeviceSlice<'_, u32>,
+        ) -> Result<()> {
+            let mut args = [KernelArg::value(&7u32), OutArg::into_kernel_arg(out)];
+            crate::stream::enqueue(&FILL, stream, Launch::auto(), &mut args)
+        }
+
+        /// Work on one stream waits for nothing; a write on another stream waits for the last
+        /// one, once per switch.
+        #[test]
+        fn device_data_waits_only_when_it_changes_streams() {
+            let (gpu, device) = mock();
+            crate::stream::scope(|s| {
+                let (a, b) = (s.stream(&device)?, s.stream(&device)?);
+                let out = a.alloc_zeroed::<u32>(8)?;
+                for _ in 0..3 {
+                    enqueue_fill(&a, out)?;
+                }
+                assert_eq!(gpu.events.load(Ordering::Relaxed), 0);
+                enqueue_fill(&b, out)?;
+                enqueue_fill(&b, out)?;
+                enqueue_fill(&a, out)?;
+                assert_eq!(gpu.events.load(Ordering::Relaxed), 2);
+                Ok(())
+            })
+            .unwrap();
+            assert_eq!(gpu.launches.lock().unwrap().len(), 6);
         }
 
         #[test]

@@ -14,6 +14,7 @@
 
 use crate::backend::Backend;
 use crate::Result;
+use smallvec::SmallVec;
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 
@@ -47,6 +48,14 @@ impl PartialEq for QueueRef {
     }
 }
 
+/// Compared with the live queue itself, so that a use that changes nothing (the common case:
+/// work staying on one queue) touches no reference count.
+impl PartialEq<Arc<dyn Backend>> for QueueRef {
+    fn eq(&self, queue: &Arc<dyn Backend>) -> bool {
+        std::ptr::addr_eq(self.0.as_ptr(), Arc::as_ptr(queue))
+    }
+}
+
 impl QueueRef {
     fn of(queue: &Arc<dyn Backend>) -> Self {
         QueueRef(Arc::downgrade(queue))
@@ -72,7 +81,10 @@ impl<Q> Default for InFlight<Q> {
 
 impl<Q: PartialEq + Clone> InFlight<Q> {
     /// The queues whose work so far a use on `queue` must wait for, added to `into` once each.
-    fn conflicts(&self, queue: &Q, write: bool, into: &mut Vec<Q>) {
+    fn conflicts<K>(&self, queue: &K, write: bool, into: &mut Vec<Q>)
+    where
+        Q: PartialEq<K>,
+    {
         let mut add = |q: &Q| {
             if q != queue && !into.contains(q) {
                 into.push(q.clone());
@@ -80,7 +92,7 @@ impl<Q: PartialEq + Clone> InFlight<Q> {
         };
         // A reader has waited for the write already.
         if let Some(writer) = &self.writer {
-            if !self.readers.contains(queue) {
+            if !self.readers.iter().any(|r| r == queue) {
                 add(writer);
             }
         }
@@ -89,13 +101,19 @@ impl<Q: PartialEq + Clone> InFlight<Q> {
         }
     }
 
-    /// Note a use on `queue`, queued after its conflicts.
-    fn note(&mut self, queue: &Q, write: bool) {
+    /// Note a use on `queue`, queued after its conflicts; `own` makes the entry to keep, only
+    /// when one is added.
+    fn note<K>(&mut self, queue: &K, write: bool, own: impl FnOnce() -> Q)
+    where
+        Q: PartialEq<K>,
+    {
         if write {
-            self.writer = Some(queue.clone());
+            if self.writer.as_ref().is_none_or(|w| w != queue) {
+                self.writer = Some(own());
+            }
             self.readers.clear();
-        } else if !self.readers.contains(queue) {
-            self.readers.push(queue.clone());
+        } else if !self.readers.iter().any(|r| r == queue) {
+            self.readers.push(own());
         }
     }
 
@@ -130,18 +148,23 @@ impl Uses {
     }
 }
 
+/// Uses one launch claims without a heap allocation.
+const INLINE_CLAIMS: usize = 4;
+
 /// The uses of one launch or copy, locked (see the module docs).
 pub(crate) struct Claim<'u> {
-    held: Vec<(MutexGuard<'u, InFlight<QueueRef>>, bool)>,
+    held: SmallVec<[(MutexGuard<'u, InFlight<QueueRef>>, bool); INLINE_CLAIMS]>,
 }
 
 impl<'u> Claim<'u> {
     /// Claim `uses`, each once (written if any use writes it).
     pub(crate) fn of(uses: impl Iterator<Item = (&'u Uses, bool)>) -> Claim<'u> {
         if !TRACKING.load(Relaxed) {
-            return Claim { held: Vec::new() };
+            return Claim {
+                held: SmallVec::new(),
+            };
         }
-        let mut distinct: Vec<(&'u Uses, bool)> = Vec::new();
+        let mut distinct: SmallVec<[(&'u Uses, bool); INLINE_CLAIMS]> = SmallVec::new();
         for (u, write) in uses {
             match distinct.iter_mut().find(|(d, _)| std::ptr::eq(*d, u)) {
                 Some(found) => found.1 |= write,
@@ -149,7 +172,7 @@ impl<'u> Claim<'u> {
             }
         }
         // One order for every thread: no two claims wait for each other's locks.
-        distinct.sort_by_key(|(u, _)| *u as *const Uses as usize);
+        distinct.sort_unstable_by_key(|(u, _)| *u as *const Uses as usize);
         let held = distinct
             .into_iter()
             .map(|(u, write)| {
@@ -165,24 +188,22 @@ impl<'u> Claim<'u> {
         self.held.is_empty()
     }
 
-    /// Make `queue` wait for the conflicting uses on other queues: one event per such queue.
+    /// Make `queue` wait for the conflicting uses on other queues: one wait per such queue.
     pub(crate) fn order_on(&self, queue: &Arc<dyn Backend>) -> Result<()> {
-        let me = QueueRef::of(queue);
         let mut others = Vec::new();
         for (in_flight, write) in &self.held {
-            in_flight.conflicts(&me, *write, &mut others);
+            in_flight.conflicts(queue, *write, &mut others);
         }
         for other in others.iter().filter_map(|q| q.0.upgrade()) {
-            queue.wait_event(&*other.record_event()?)?;
+            queue.wait_for(&*other)?;
         }
         Ok(())
     }
 
     /// Note the uses as queued on `queue` (after `order_on`), and release the claim.
     pub(crate) fn queued_on(mut self, queue: &Arc<dyn Backend>) {
-        let me = QueueRef::of(queue);
         for (in_flight, write) in &mut self.held {
-            in_flight.note(&me, *write);
+            in_flight.note(queue, *write, || QueueRef::of(queue));
         }
     }
 
@@ -209,16 +230,16 @@ mod tests {
         let mut f = InFlight::default();
         for write in [true, false, true, true, false] {
             assert!(waits(&f, 'a', write).is_empty());
-            f.note(&'a', write);
+            f.note(&'a', write, || 'a');
         }
     }
 
     #[test]
     fn a_reader_waits_for_the_last_write_once() {
         let mut f = InFlight::default();
-        f.note(&'a', true);
+        f.note(&'a', true, || 'a');
         assert_eq!(waits(&f, 'b', false), ['a']);
-        f.note(&'b', false);
+        f.note(&'b', false, || 'b');
         assert!(
             waits(&f, 'b', false).is_empty(),
             "b is ordered after the write"
@@ -234,12 +255,12 @@ mod tests {
     #[test]
     fn a_writer_waits_for_the_last_write_and_every_read() {
         let mut f = InFlight::default();
-        f.note(&'a', true);
-        f.note(&'b', false);
-        f.note(&'c', false);
+        f.note(&'a', true, || 'a');
+        f.note(&'b', false, || 'b');
+        f.note(&'c', false, || 'c');
         assert_eq!(waits(&f, 'd', true), ['a', 'b', 'c']);
         assert_eq!(waits(&f, 'b', true), ['c'], "b read after the write");
-        f.note(&'d', true);
+        f.note(&'d', true, || 'd');
         assert_eq!(f.writer, Some('d'));
         assert!(f.readers.is_empty());
         assert_eq!(waits(&f, 'a', false), ['d']);
@@ -248,8 +269,8 @@ mod tests {
     #[test]
     fn a_completed_use_leaves_nothing_to_wait_for() {
         let mut f = InFlight::default();
-        f.note(&'a', true);
-        f.note(&'b', false);
+        f.note(&'a', true, || 'a');
+        f.note(&'b', false, || 'b');
         f.completed(false);
         assert!(waits(&f, 'c', false).is_empty());
         assert_eq!(waits(&f, 'c', true), ['b'], "reads still run");

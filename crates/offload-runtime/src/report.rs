@@ -3,7 +3,7 @@
 
 use crate::backend::Shape;
 use offload_kernel::Dim3;
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::time::Duration;
 
@@ -25,7 +25,8 @@ pub struct LaunchReport {
     /// Time of the copies to the device.
     pub time_to_device: Duration,
     /// From submitting the kernel to its completion, measured on the host after the device had
-    /// drained every earlier operation (so it includes launch latency, a few microseconds).
+    /// drained every earlier operation (so it includes launch latency, a few microseconds). Zero
+    /// for a launch queued on a stream: its kernel runs after the call returns, unobserved.
     pub kernel_time: Duration,
     /// The kernel's time as the device measured it (events around the kernel alone), for plain
     /// launches while [`measure_device_time`] is on or `OFFLOAD_INFO` is set; `None` otherwise.
@@ -37,9 +38,14 @@ pub struct LaunchReport {
 impl LaunchReport {
     /// The report of a launch of `kernel` on `device` in `shape`, before anything is measured.
     pub(crate) fn new(kernel: &'static str, device: &str, shape: Shape) -> Self {
+        // The name goes into the buffer of the report this thread's last one replaced: a loop of
+        // launches allocates nothing for it.
+        let mut name = SPARE_NAME.take();
+        name.clear();
+        name.push_str(device);
         LaunchReport {
             kernel,
-            device: device.to_string(),
+            device: name,
             grid: Some(shape.grid),
             block: Some(shape.block),
             ..LaunchReport::default()
@@ -64,10 +70,14 @@ pub(crate) fn device_time_wanted() -> bool {
 
 thread_local! {
     static LAST: RefCell<Option<LaunchReport>> = const { RefCell::new(None) };
+    /// The device name of the report `LAST` held before, for the next report to reuse.
+    static SPARE_NAME: Cell<String> = const { Cell::new(String::new()) };
 }
 
 pub(crate) fn record(report: LaunchReport) {
-    LAST.with(|l| *l.borrow_mut() = Some(report));
+    if let Some(replaced) = LAST.with(|l| l.borrow_mut().replace(report)) {
+        SPARE_NAME.set(replaced.device);
+    }
 }
 
 /// The report of the last successful launch made by this thread.

@@ -21,7 +21,7 @@ use crate::present::{self, Key};
 use crate::report::LaunchReport;
 use crate::trace::{self, CopySource, LaunchSummary};
 use crate::{Error, Result};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 /// Device memory of one launch: its own copies, its bounce buffer for the small ones, and the
 /// present entries it holds a count on. Released (after the queue drains) on every exit path.
@@ -234,7 +234,8 @@ pub(crate) fn launch(
     let device_id = device.id();
     let host_memory = device.memory_is_host();
     let traced = !host_memory;
-    let start = Instant::now();
+    // When the first copy to the device began; a launch on device data reads no clock for it.
+    let mut copies_began: Option<Instant> = None;
     // Declared before `buffers`, so dropped (restoring the outputs of a failed launch) after it
     // drained the queue.
     let mut backups = OutputBackups::default();
@@ -274,6 +275,7 @@ pub(crate) fn launch(
                 }),
                 None => {
                     summary.copied += 1;
+                    copies_began.get_or_insert_with(Instant::now);
                     Ok(buffers.map(kernel, ptr, bytes, true, false, report)?.0)
                 }
             }
@@ -294,6 +296,7 @@ pub(crate) fn launch(
             outputs_copied = true;
             let copy_in = matches!(kind, OutKind::ToFrom | OutKind::To);
             let back = matches!(kind, OutKind::ToFrom | OutKind::From);
+            copies_began.get_or_insert_with(Instant::now);
             let (device, slot) = buffers.map(kernel, ptr, bytes, copy_in, back, report)?;
             if back {
                 copy_back.push((ptr, device, bytes, slot));
@@ -316,7 +319,7 @@ pub(crate) fn launch(
     // take this launch's panic (one queue, one panic record per image).
     let collecting = entry.image.reports_panics().then(|| device.launch_lock());
     let launched = Instant::now();
-    report.time_to_device = launched - start;
+    report.time_to_device = copies_began.map_or(Duration::ZERO, |began| launched - began);
     let failed = |e: Error| kernel_failed(kernel, e);
     // Timing is a diagnostic: a device without events just reports none.
     let timed = crate::report::device_time_wanted();

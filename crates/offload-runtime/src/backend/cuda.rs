@@ -49,6 +49,9 @@ pub struct CudaBackend {
     limits: Limits,
     /// Shared by the streams of the device.
     shared: Arc<Shared>,
+    /// This queue's event for [`Backend::wait_for`] (made on first use), locked from its record
+    /// until the wait is queued: re-recording it then cannot move a wait to another queue.
+    mark: Mutex<Option<CudaEvent>>,
 }
 
 /// What the streams of a device share; the modules are unloaded when the last stream goes.
@@ -112,6 +115,7 @@ impl CudaBackend {
                 staging: Mutex::new(Staging::default()),
             }),
             ctx,
+            mark: Mutex::new(None),
         })
     }
 
@@ -578,6 +582,7 @@ impl Backend for CudaBackend {
             uuid: self.uuid,
             limits: self.limits,
             shared: self.shared.clone(),
+            mark: Mutex::new(None),
         }))
     }
 
@@ -604,6 +609,37 @@ impl Backend for CudaBackend {
         self.stream
             .wait(&event.event)
             .map_err(self.driver_error("waiting for an event"))
+    }
+
+    fn wait_for(&self, other: &dyn Backend) -> Result<()> {
+        let Some(NativeQueue::Cuda { context, stream }) = other.native_queue() else {
+            return self.wait_event(&*other.record_event()?);
+        };
+        if context != self.ctx.cu_ctx() as *mut c_void {
+            return self.wait_event(&*other.record_event()?);
+        }
+        self.bind()?;
+        let failed = self.driver_error("waiting for another queue");
+        let mut mark = self.mark.lock().unwrap_or_else(|p| p.into_inner());
+        let event = match &mut *mark {
+            Some(event) => event,
+            none => none.insert(
+                self.ctx
+                    .new_event(Some(sys::CUevent_flags::CU_EVENT_DISABLE_TIMING))
+                    .map_err(&failed)?,
+            ),
+        };
+        // SAFETY: the event and both streams belong to this context, bound above, and are alive
+        // (`other` is borrowed for the call); a wait takes the point recorded before it.
+        unsafe {
+            result::event::record(event.cu_event(), stream as sys::CUstream).map_err(&failed)?;
+            result::stream::wait_event(
+                self.stream.cu_stream(),
+                event.cu_event(),
+                sys::CUevent_wait_flags::CU_EVENT_WAIT_DEFAULT,
+            )
+            .map_err(failed)
+        }
     }
 
     fn begin_recording(&self) -> Result<bool> {

@@ -239,6 +239,13 @@ pub trait Backend: Send + Sync + 'static {
     /// has completed.
     fn wait_event(&self, event: &dyn QueueEvent) -> Result<()>;
 
+    /// Make the work queued from now on wait for the work queued so far on `other`, a queue of
+    /// this device. A plugin may keep one event per queue for it (re-recorded each time: a wait
+    /// already queued keeps the point it was queued for), instead of making one per call.
+    fn wait_for(&self, other: &dyn Backend) -> Result<()> {
+        self.wait_event(&*other.record_event()?)
+    }
+
     // --- Recording (optional).
     /// Start recording the launches queued on this queue from now on instead of running them,
     /// until `end_recording` (a CUDA stream capture). `Ok(false)`, the default, when the plugin

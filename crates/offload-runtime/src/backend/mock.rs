@@ -4,7 +4,9 @@
 //! start with `bad`); every image has a panic record and its flag pointer, as the device pass
 //! makes them, and a test can make the next launch "panic" by writing a record there. It lets
 //! the layers above the plugins (present table, regions, transfers, image caching, panic
-//! reporting, trace counters) be tested on machines without a GPU.
+//! reporting, trace counters, ordering across streams) be tested on machines without a GPU. Its
+//! queues share the device's memory and run nothing, so they are always drained; their events
+//! are only counted.
 
 use crate::backend::code::{Code, EntryHandle, ImageHandle};
 use crate::backend::interface::{
@@ -16,15 +18,27 @@ use crate::{Error, Result};
 use offload_kernel::panic_record::PanicRecord;
 use offload_kernel::Dim3;
 use std::alloc::{alloc_zeroed, dealloc, Layout};
+use std::any::Any;
 use std::collections::BTreeMap;
 use std::mem::size_of;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::ops::Deref;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 /// The target of the images the mock loads.
 pub(crate) const MOCK_TARGET: &str = "mock";
 
+/// The mock device, or one queue of it ([`Backend::new_queue`]): its queues share the device's
+/// state, and run nothing, so they are always drained.
 pub(crate) struct MockGpu {
+    state: Arc<MockState>,
+    /// Which plugin it poses as, for which GPU, at which ordinal, with which UUID (discovery
+    /// tests).
+    pub identity: (BackendKind, Platform, usize, Option<[u8; 16]>),
+}
+
+pub(crate) struct MockState {
     /// Live allocations by fake address.
     memory: Mutex<BTreeMap<u64, Vec<u8>>>,
     next: Mutex<u64>,
@@ -44,24 +58,34 @@ pub(crate) struct MockGpu {
     /// Live pinned allocations (address → bytes): panic flags and bounce buffers.
     pinned: Mutex<BTreeMap<usize, usize>>,
     released: AtomicBool,
-    /// Which plugin it poses as, for which GPU, at which ordinal, with which UUID (discovery
-    /// tests).
-    pub identity: (BackendKind, Platform, usize, Option<[u8; 16]>),
+    /// Events recorded, on any queue.
+    pub events: AtomicUsize,
+}
+
+impl Deref for MockGpu {
+    type Target = MockState;
+
+    fn deref(&self) -> &MockState {
+        &self.state
+    }
 }
 
 impl MockGpu {
     pub fn new(capacity: usize) -> Self {
         MockGpu {
-            memory: Mutex::new(BTreeMap::new()),
-            next: Mutex::new(0x1000),
-            capacity,
-            launches: Mutex::new(Vec::new()),
-            images_loaded: Mutex::new(0),
-            globals: Mutex::new(Vec::new()),
-            panic_next: Mutex::new(None),
-            maps_pinned: AtomicBool::new(true),
-            pinned: Mutex::new(BTreeMap::new()),
-            released: AtomicBool::new(false),
+            state: Arc::new(MockState {
+                memory: Mutex::new(BTreeMap::new()),
+                next: Mutex::new(0x1000),
+                capacity,
+                launches: Mutex::new(Vec::new()),
+                images_loaded: Mutex::new(0),
+                globals: Mutex::new(Vec::new()),
+                panic_next: Mutex::new(None),
+                maps_pinned: AtomicBool::new(true),
+                pinned: Mutex::new(BTreeMap::new()),
+                released: AtomicBool::new(false),
+                events: AtomicUsize::new(0),
+            }),
             identity: (BackendKind::Cuda, Platform::Cuda, 0, None),
         }
     }
@@ -291,20 +315,41 @@ impl Backend for MockGpu {
         self.check_live()
     }
     fn new_queue(&self) -> Result<Arc<dyn Backend>> {
-        Err(unsupported())
+        self.check_live()?;
+        Ok(Arc::new(MockGpu {
+            state: self.state.clone(),
+            identity: self.identity,
+        }))
     }
     fn native_queue(&self) -> Option<NativeQueue> {
         None
     }
     fn record_event(&self) -> Result<Box<dyn QueueEvent>> {
-        Err(unsupported())
+        self.check_live()?;
+        self.events.fetch_add(1, Ordering::Relaxed);
+        Ok(Box::new(MockEvent))
     }
-    fn wait_event(&self, _event: &dyn QueueEvent) -> Result<()> {
-        Err(unsupported())
+    fn wait_event(&self, event: &dyn QueueEvent) -> Result<()> {
+        self.check_live()?;
+        event
+            .as_any()
+            .downcast_ref::<MockEvent>()
+            .map(|_| ())
+            .ok_or_else(|| self.rejected("waiting for an event", "not a mock event"))
     }
 }
 
-/// Streams are not what the mock is for.
-fn unsupported() -> Error {
-    Error::NoDevice("the mock GPU has a single queue".to_string())
+/// A mark in a mock queue: complete at once, as the mock runs nothing.
+struct MockEvent;
+
+impl QueueEvent for MockEvent {
+    fn synchronize(&self) -> Result<()> {
+        Ok(())
+    }
+    fn elapsed_since(&self, _start: &dyn QueueEvent) -> Result<Duration> {
+        Ok(Duration::ZERO)
+    }
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
 }
