@@ -19,6 +19,11 @@ pub const DEFAULT_BLOCK: u32 = 256;
 /// device-to-device memcpy, eight 0.84x; more gained under 1 %.
 pub const DEFAULT_ELEMENTS_PER_THREAD: u64 = 8;
 
+/// Most threads one launch may have. GPU kernels compute their thread ids in 32-bit arithmetic
+/// (`offload_kernel::global_id`), as CUDA C does with `int`: cheaper than 64-bit on GPUs, and
+/// exact only below 2^32 threads. A grid-stride loop covers any length with fewer threads.
+pub const MAX_LAUNCH_THREADS: u64 = u32::MAX as u64;
+
 /// How to launch a kernel: on which device, with which grid and block. Anything left unset is
 /// chosen: the default device, blocks of 256 threads, and a grid sized from the longest
 /// `&mut [T]` argument (else the longest `&[T]`): enough blocks to fill the device, and beyond
@@ -138,6 +143,8 @@ impl<'d> Launch<'d> {
                 } else {
                     default_blocks(items, per_block, &device.limits())
                 };
+                // More elements than threads allowed: the grid-stride views cover the rest.
+                let blocks = blocks.min(MAX_LAUNCH_THREADS / per_block);
                 let blocks = u32::try_from(blocks).map_err(|_| {
                     invalid(format!("{items} elements need {blocks} blocks: too many"))
                 })?;
@@ -160,7 +167,12 @@ fn default_blocks(items: u64, per_block: u64, limits: &Limits) -> u64 {
     let one_per_thread = items.div_ceil(per_block);
     let resident = limits.multiprocessors as u64
         * (limits.threads_per_multiprocessor as u64 / per_block).max(1);
-    let batched = items.div_ceil(per_block * DEFAULT_ELEMENTS_PER_THREAD);
+    // EXPERIMENT (to be removed): per-thread count from the environment.
+    let per_thread = std::env::var("OFFLOAD_EXPERIMENT_PER_THREAD")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(DEFAULT_ELEMENTS_PER_THREAD);
+    let batched = items.div_ceil(per_block * per_thread);
     batched.max(one_per_thread.min(resident)).max(1)
 }
 
@@ -231,6 +243,13 @@ fn check_shape(shape: Shape, limits: &Limits) -> std::result::Result<(), String>
             "{} threads per block exceeds the device limit {}",
             block.count(),
             limits.max_threads_per_block
+        ));
+    }
+    let threads = grid.count() as u128 * block.count() as u128;
+    if threads > MAX_LAUNCH_THREADS as u128 {
+        return Err(format!(
+            "{threads} threads in the launch ({grid} blocks of {block}) exceed the {MAX_LAUNCH_THREADS} \
+             that 32-bit thread ids allow: use fewer blocks (grid-stride loops cover any length)"
         ));
     }
     if dynamic_shared > limits.max_shared_per_block {
@@ -317,6 +336,23 @@ mod tests {
         assert_eq!(
             check_shape(greedy, &CUDA_LIKE).unwrap_err(),
             "232449 bytes of dynamic shared memory exceed the device limit of 232448 bytes per block"
+        );
+    }
+
+    #[test]
+    fn rejects_launches_of_2_to_the_32_threads_or_more() {
+        let shape = |grid_x| Shape {
+            grid: Dim3::new(grid_x, 1, 1),
+            block: Dim3::new(1024, 1, 1),
+            dynamic_shared: 0,
+        };
+        // 2^22 blocks of 1024 is 2^32 threads, one more than 32-bit ids count.
+        assert!(check_shape(shape((1 << 22) - 1), &CUDA_LIKE).is_ok());
+        assert_eq!(
+            check_shape(shape(1 << 22), &CUDA_LIKE).unwrap_err(),
+            "4294967296 threads in the launch ((4194304, 1, 1) blocks of (1024, 1, 1)) exceed the \
+             4294967295 that 32-bit thread ids allow: use fewer blocks (grid-stride loops cover \
+             any length)"
         );
     }
 
