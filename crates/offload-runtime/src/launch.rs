@@ -173,6 +173,12 @@ fn default_blocks(items: u64, per_block: u64, limits: &Limits) -> u64 {
         .and_then(|v| v.parse().ok())
         .unwrap_or(DEFAULT_ELEMENTS_PER_THREAD);
     let batched = items.div_ceil(per_block * per_thread);
+    // EXPERIMENT (to be removed): round to whole waves of resident blocks.
+    let batched = if std::env::var("OFFLOAD_EXPERIMENT_WAVES").is_ok() && batched > resident {
+        batched.div_ceil(resident) * resident
+    } else {
+        batched
+    };
     batched.max(one_per_thread.min(resident)).max(1)
 }
 
