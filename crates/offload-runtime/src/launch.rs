@@ -15,9 +15,11 @@ use offload_kernel::Dim3;
 pub const DEFAULT_BLOCK: u32 = 256;
 
 /// Elements each thread handles in a default launch, once the grid fills the device. Measured on
-/// an H200 (saxpy, 2^28 f32, blocks of 256): one element per thread reached 0.71x of a
-/// device-to-device memcpy, eight 0.84x; more gained under 1 %.
-pub const DEFAULT_ELEMENTS_PER_THREAD: u64 = 8;
+/// an H200: saxpy (2^28 f32) reached 0.71x of a device-to-device memcpy at one element per
+/// thread, 0.84x at eight; over the parity suite (examples/parity, 2^25 elements) four is the
+/// best single choice: scattered f64 stores ran at 1.33x CUDA C's time at eight, 1.10x at four,
+/// 1.03x at two, while the stencils and the shared-memory assembly lose 2-6 % at two.
+pub const DEFAULT_ELEMENTS_PER_THREAD: u64 = 4;
 
 /// Most threads one launch may have. GPU kernels compute their thread ids in 32-bit arithmetic
 /// (`offload_kernel::global_id`), as CUDA C does with `int`: cheaper than 64-bit on GPUs, and
@@ -27,7 +29,7 @@ pub const MAX_LAUNCH_THREADS: u64 = u32::MAX as u64;
 /// How to launch a kernel: on which device, with which grid and block. Anything left unset is
 /// chosen: the default device, blocks of 256 threads, and a grid sized from the longest
 /// `&mut [T]` argument (else the longest `&[T]`): enough blocks to fill the device, and beyond
-/// that one thread per `DEFAULT_ELEMENTS_PER_THREAD` (8) elements (on the host CPU one thread
+/// that one thread per `DEFAULT_ELEMENTS_PER_THREAD` (4) elements (on the host CPU one thread
 /// per element). Kernels reach their elements
 /// through grid-stride views, so every shape gives the same results.
 #[derive(Clone, Copy, Default)]
@@ -167,18 +169,7 @@ fn default_blocks(items: u64, per_block: u64, limits: &Limits) -> u64 {
     let one_per_thread = items.div_ceil(per_block);
     let resident = limits.multiprocessors as u64
         * (limits.threads_per_multiprocessor as u64 / per_block).max(1);
-    // EXPERIMENT (to be removed): per-thread count from the environment.
-    let per_thread = std::env::var("OFFLOAD_EXPERIMENT_PER_THREAD")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(DEFAULT_ELEMENTS_PER_THREAD);
-    let batched = items.div_ceil(per_block * per_thread);
-    // EXPERIMENT (to be removed): round to whole waves of resident blocks.
-    let batched = if std::env::var("OFFLOAD_EXPERIMENT_WAVES").is_ok() && batched > resident {
-        batched.div_ceil(resident) * resident
-    } else {
-        batched
-    };
+    let batched = items.div_ceil(per_block * DEFAULT_ELEMENTS_PER_THREAD);
     batched.max(one_per_thread.min(resident)).max(1)
 }
 
@@ -394,8 +385,8 @@ mod tests {
         assert_eq!(default_blocks(0, 256, &CUDA_LIKE), 1);
         // Medium: the device is filled (132 SMs x 8 blocks) before elements are batched.
         assert_eq!(default_blocks(1 << 20, 256, &CUDA_LIKE), 1056);
-        // Large: eight elements per thread.
-        assert_eq!(default_blocks(1 << 28, 256, &CUDA_LIKE), (1 << 28) / 2048);
+        // Large: four elements per thread.
+        assert_eq!(default_blocks(1 << 28, 256, &CUDA_LIKE), (1 << 28) / 1024);
     }
 
     #[test]
