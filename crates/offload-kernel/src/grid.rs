@@ -210,7 +210,8 @@ impl<'a, T: Copy> Grid3<'a, T> {
         hi: isize,
         f: impl FnOnce(Window3<'a, T>) -> R,
     ) -> Option<R> {
-        self.window_at(self.coords(i), lo, hi, f)
+        // Inside the grid, i is the linear index of its coordinates: no need to recompute it.
+        self.window_of(i, self.coords(i), lo, hi, f)
     }
 
     /// [`window`](Self::window) around the point at coordinates `(x, y, z)`, for a kernel that
@@ -223,8 +224,22 @@ impl<'a, T: Copy> Grid3<'a, T> {
         hi: isize,
         f: impl FnOnce(Window3<'a, T>) -> R,
     ) -> Option<R> {
-        assert!(lo <= 0 && 0 <= hi, "a window holds its centre");
         let i = (z * self.ny + y) * self.nx + x;
+        self.window_of(i, (x, y, z), lo, hi, f)
+    }
+
+    /// The window around the point of linear index `i` and coordinates `(x, y, z)` (the same
+    /// point, when inside the grid).
+    #[inline(always)]
+    fn window_of<R>(
+        &self,
+        i: usize,
+        (x, y, z): (usize, usize, usize),
+        lo: isize,
+        hi: isize,
+        f: impl FnOnce(Window3<'a, T>) -> R,
+    ) -> Option<R> {
+        assert!(lo <= 0 && 0 <= hi, "a window holds its centre");
         let inside =
             spans(x, self.nx, lo, hi) && spans(y, self.ny, lo, hi) && spans(z, self.nz, lo, hi);
         inside.then(|| {

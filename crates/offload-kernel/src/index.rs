@@ -199,20 +199,37 @@ mod arch {
 }
 
 /// On GPUs the global id and thread count follow from the ids; the host backend keeps them worked
-/// out per thread instead (`arch::global_id`).
+/// out per thread instead (`arch::global_id`). Computed in 32-bit arithmetic, as CUDA C does with
+/// `int`, and widened once: the runtime launches fewer than 2^32 threads (`MAX_LAUNCH_THREADS`
+/// in offload-runtime), so no product overflows, and 64-bit multiplies cost GPUs twice or more.
 #[cfg(any(target_arch = "nvptx64", target_arch = "amdgpu"))]
 mod derived {
     use super::arch::{block_dim, block_idx, grid_dim, thread_idx};
+    use super::Dim3;
+
+    /// Row-major index of `at` in `extent` (x fastest), in 32 bits.
+    #[inline(always)]
+    fn linear32(at: Dim3, extent: Dim3) -> u32 {
+        (at.z.wrapping_mul(extent.y).wrapping_add(at.y))
+            .wrapping_mul(extent.x)
+            .wrapping_add(at.x)
+    }
+
+    #[inline(always)]
+    fn count32(extent: Dim3) -> u32 {
+        extent.x.wrapping_mul(extent.y).wrapping_mul(extent.z)
+    }
 
     #[inline(always)]
     pub fn global_id() -> usize {
         let block_dim = block_dim();
-        block_idx().linear_in(grid_dim()) * block_dim.count() as usize
-            + thread_idx().linear_in(block_dim)
+        linear32(block_idx(), grid_dim())
+            .wrapping_mul(count32(block_dim))
+            .wrapping_add(linear32(thread_idx(), block_dim)) as usize
     }
     #[inline(always)]
     pub fn global_threads() -> usize {
-        (grid_dim().count() * block_dim().count()) as usize
+        count32(grid_dim()).wrapping_mul(count32(block_dim())) as usize
     }
     /// This thread's global id, one past it, and the launch's thread count.
     #[inline(always)]

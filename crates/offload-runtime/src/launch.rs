@@ -15,14 +15,21 @@ use offload_kernel::Dim3;
 pub const DEFAULT_BLOCK: u32 = 256;
 
 /// Elements each thread handles in a default launch, once the grid fills the device. Measured on
-/// an H200 (saxpy, 2^28 f32, blocks of 256): one element per thread reached 0.71x of a
-/// device-to-device memcpy, eight 0.84x; more gained under 1 %.
-pub const DEFAULT_ELEMENTS_PER_THREAD: u64 = 8;
+/// an H200: saxpy (2^28 f32) reached 0.71x of a device-to-device memcpy at one element per
+/// thread, 0.84x at eight; over the parity suite (examples/parity, 2^25 elements) four is the
+/// best single choice: scattered f64 stores ran at 1.33x CUDA C's time at eight, 1.10x at four,
+/// 1.03x at two, while the stencils and the shared-memory assembly lose 2-6 % at two.
+pub const DEFAULT_ELEMENTS_PER_THREAD: u64 = 4;
+
+/// Most threads one launch may have. GPU kernels compute their thread ids in 32-bit arithmetic
+/// (`offload_kernel::global_id`), as CUDA C does with `int`: cheaper than 64-bit on GPUs, and
+/// exact only below 2^32 threads. A grid-stride loop covers any length with fewer threads.
+pub const MAX_LAUNCH_THREADS: u64 = u32::MAX as u64;
 
 /// How to launch a kernel: on which device, with which grid and block. Anything left unset is
 /// chosen: the default device, blocks of 256 threads, and a grid sized from the longest
 /// `&mut [T]` argument (else the longest `&[T]`): enough blocks to fill the device, and beyond
-/// that one thread per `DEFAULT_ELEMENTS_PER_THREAD` (8) elements (on the host CPU one thread
+/// that one thread per `DEFAULT_ELEMENTS_PER_THREAD` (4) elements (on the host CPU one thread
 /// per element). Kernels reach their elements
 /// through grid-stride views, so every shape gives the same results.
 #[derive(Clone, Copy, Default)]
@@ -140,6 +147,8 @@ impl<'d> Launch<'d> {
                 } else {
                     default_blocks(items, per_block, limits)
                 };
+                // More elements than threads allowed: the grid-stride views cover the rest.
+                let blocks = blocks.min(MAX_LAUNCH_THREADS / per_block);
                 let blocks = u32::try_from(blocks).map_err(|_| {
                     invalid(format!("{items} elements need {blocks} blocks: too many"))
                 })?;
@@ -235,6 +244,13 @@ fn check_shape(shape: Shape, limits: &Limits) -> std::result::Result<(), String>
             limits.max_threads_per_block
         ));
     }
+    let threads = grid.count() as u128 * block.count() as u128;
+    if threads > MAX_LAUNCH_THREADS as u128 {
+        return Err(format!(
+            "{threads} threads in the launch ({grid} blocks of {block}) exceed the {MAX_LAUNCH_THREADS} \
+             that 32-bit thread ids allow: use fewer blocks (grid-stride loops cover any length)"
+        ));
+    }
     if dynamic_shared > limits.max_shared_per_block {
         return Err(format!(
             "{dynamic_shared} bytes of dynamic shared memory exceed the device limit of {} bytes per block",
@@ -323,6 +339,23 @@ mod tests {
     }
 
     #[test]
+    fn rejects_launches_of_2_to_the_32_threads_or_more() {
+        let shape = |grid_x| Shape {
+            grid: Dim3::new(grid_x, 1, 1),
+            block: Dim3::new(1024, 1, 1),
+            dynamic_shared: 0,
+        };
+        // 2^22 blocks of 1024 is 2^32 threads, one more than 32-bit ids count.
+        assert!(check_shape(shape((1 << 22) - 1), &CUDA_LIKE).is_ok());
+        assert_eq!(
+            check_shape(shape(1 << 22), &CUDA_LIKE).unwrap_err(),
+            "4294967296 threads in the launch ((4194304, 1, 1) blocks of (1024, 1, 1)) exceed the \
+             4294967295 that 32-bit thread ids allow: use fewer blocks (grid-stride loops cover \
+             any length)"
+        );
+    }
+
+    #[test]
     fn a_kernel_entry_limits_its_block_and_shared_memory() {
         let entry = EntryLimits {
             max_threads_per_block: 640,
@@ -354,8 +387,8 @@ mod tests {
         assert_eq!(default_blocks(0, 256, &CUDA_LIKE), 1);
         // Medium: the device is filled (132 SMs x 8 blocks) before elements are batched.
         assert_eq!(default_blocks(1 << 20, 256, &CUDA_LIKE), 1056);
-        // Large: eight elements per thread.
-        assert_eq!(default_blocks(1 << 28, 256, &CUDA_LIKE), (1 << 28) / 2048);
+        // Large: four elements per thread.
+        assert_eq!(default_blocks(1 << 28, 256, &CUDA_LIKE), (1 << 28) / 1024);
     }
 
     #[test]
