@@ -105,6 +105,16 @@ impl ArgData {
         }
     }
 
+    /// Bytes of one element of a slice argument (None for values).
+    pub(crate) fn elem_size(&self) -> Option<usize> {
+        match *self {
+            ArgData::Value { .. } => None,
+            ArgData::Slice { elem_size, .. }
+            | ArgData::SliceMut { elem_size, .. }
+            | ArgData::Resident { elem_size, .. } => Some(elem_size),
+        }
+    }
+
     /// Bytes of a host slice argument (0 for the others).
     pub(crate) fn slice_bytes(&self) -> usize {
         match *self {
