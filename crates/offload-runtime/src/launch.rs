@@ -294,7 +294,7 @@ pub fn launch(
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     const CUDA_LIKE: Limits = Limits {
@@ -395,10 +395,19 @@ mod tests {
         // Medium: the device is filled (132 SMs x 8 blocks) before elements are batched.
         assert_eq!(default_blocks(1 << 20, 4, 256, &CUDA_LIKE), 1056);
         // Large: four elements per thread.
-        assert_eq!(default_blocks(1 << 28, 4, 256, &CUDA_LIKE), (1 << 28) / 1024);
-        assert_eq!(default_blocks(1 << 28, 8, 256, &CUDA_LIKE), (1 << 28) / 1024);
+        assert_eq!(
+            default_blocks(1 << 28, 4, 256, &CUDA_LIKE),
+            (1 << 28) / 1024
+        );
+        assert_eq!(
+            default_blocks(1 << 28, 8, 256, &CUDA_LIKE),
+            (1 << 28) / 1024
+        );
         // 2-byte elements: eight per thread, one 16-byte access.
-        assert_eq!(default_blocks(1 << 28, 2, 256, &CUDA_LIKE), (1 << 28) / 2048);
+        assert_eq!(
+            default_blocks(1 << 28, 2, 256, &CUDA_LIKE),
+            (1 << 28) / 2048
+        );
     }
 
     #[test]
@@ -420,11 +429,10 @@ mod tests {
 
     /// The launch path above the plugins on the mock GPU: choosing and caching code, errors
     /// naming the kernel, panic records.
-    mod on_the_mock {
+    pub(crate) mod on_the_mock {
         use super::*;
         use crate::backend::mock::{MockGpu, MOCK_TARGET};
         use crate::backend::PackedArgs;
-        use crate::map::OutArg;
         use crate::{DeviceImage, ImageFormat, ImageSet};
         use offload_kernel::panic_record::{PanicRecord, PANIC_COMPLETE, PANIC_FILE_BYTES};
         use std::sync::atomic::Ordering;
@@ -467,13 +475,13 @@ mod tests {
                 params: &["value", "out"],
             }
         }
-        static FILL: Kernel = kernel("fill", &GOOD);
+        pub(crate) static FILL: Kernel = kernel("fill", &GOOD);
         static OTHER: Kernel = kernel("other", &GOOD);
         static MISSING: Kernel = kernel("missing_entry", &GOOD);
         static FILL_REJECTED: Kernel = kernel("fill", &REJECTED);
         static FILL_UNBUILT: Kernel = kernel("fill", &UNBUILT);
 
-        fn mock() -> (Arc<MockGpu>, Device) {
+        pub(crate) fn mock() -> (Arc<MockGpu>, Device) {
             let gpu = Arc::new(MockGpu::new(1 << 20));
             let device = Device::unlisted(gpu.clone());
             (gpu, device)
@@ -580,37 +588,6 @@ mod tests {
                 fill(&FILL, Launch::on(&device), &mut out).unwrap();
                 assert_eq!(gpu.live_allocations(), 0);
             }
-        }
-
-        /// `fill` of `out`, device data, queued on `stream`.
-        fn enqueue_fill(
-            stream: &crate::Stream<'_>,
-            out: crate::DeviceSlice<'_, u32>,
-        ) -> Result<()> {
-            let mut args = [KernelArg::value(&7u32), OutArg::into_kernel_arg(out)];
-            crate::stream::enqueue(&FILL, stream, Launch::auto(), &mut args)
-        }
-
-        /// Work on one stream waits for nothing; a write on another stream waits for the last
-        /// one, once per switch.
-        #[test]
-        fn device_data_waits_only_when_it_changes_streams() {
-            let (gpu, device) = mock();
-            crate::stream::scope(|s| {
-                let (a, b) = (s.stream(&device)?, s.stream(&device)?);
-                let out = a.alloc_zeroed::<u32>(8)?;
-                for _ in 0..3 {
-                    enqueue_fill(&a, out)?;
-                }
-                assert_eq!(gpu.events.load(Ordering::Relaxed), 0);
-                enqueue_fill(&b, out)?;
-                enqueue_fill(&b, out)?;
-                enqueue_fill(&a, out)?;
-                assert_eq!(gpu.events.load(Ordering::Relaxed), 2);
-                Ok(())
-            })
-            .unwrap();
-            assert_eq!(gpu.launches.lock().unwrap().len(), 6);
         }
 
         #[test]

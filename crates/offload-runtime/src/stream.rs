@@ -712,3 +712,42 @@ fn alloc(
     buffers.push(d);
     Ok(d)
 }
+
+/// Ordering of device data across streams, on the mock GPU (the launch path's own tests, in
+/// `launch`, cover the rest).
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kernel::KernelArg;
+    use crate::launch::tests::on_the_mock::{mock, FILL};
+    use crate::map::OutArg;
+    use std::sync::atomic::Ordering;
+
+    /// `fill` of `out`, device data, queued on `stream`.
+    fn enqueue_fill(stream: &crate::Stream<'_>, out: crate::DeviceSlice<'_, u32>) -> Result<()> {
+        let mut args = [KernelArg::value(&7u32), OutArg::into_kernel_arg(out)];
+        enqueue(&FILL, stream, Launch::auto(), &mut args)
+    }
+
+    /// Work on one stream waits for nothing; a write on another stream waits for the last
+    /// one, once per switch.
+    #[test]
+    fn device_data_waits_only_when_it_changes_streams() {
+        let (gpu, device) = mock();
+        scope(|s| {
+            let (a, b) = (s.stream(&device)?, s.stream(&device)?);
+            let out = a.alloc_zeroed::<u32>(8)?;
+            for _ in 0..3 {
+                enqueue_fill(&a, out)?;
+            }
+            assert_eq!(gpu.events.load(Ordering::Relaxed), 0);
+            enqueue_fill(&b, out)?;
+            enqueue_fill(&b, out)?;
+            enqueue_fill(&a, out)?;
+            assert_eq!(gpu.events.load(Ordering::Relaxed), 2);
+            Ok(())
+        })
+        .unwrap();
+        assert_eq!(gpu.launches.lock().unwrap().len(), 6);
+    }
+}
