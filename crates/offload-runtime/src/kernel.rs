@@ -95,24 +95,24 @@ pub(crate) enum OutKind {
 }
 
 impl ArgData {
-    /// Elements of a slice argument (None for values).
-    pub(crate) fn slice_len(&self) -> Option<usize> {
+    /// Elements of a slice argument and the bytes of one (None for values).
+    fn slice_parts(&self) -> Option<(usize, usize)> {
         match *self {
             ArgData::Value { .. } => None,
-            ArgData::Slice { len, .. }
-            | ArgData::SliceMut { len, .. }
-            | ArgData::Resident { len, .. } => Some(len),
+            ArgData::Slice { len, elem_size, .. }
+            | ArgData::SliceMut { len, elem_size, .. }
+            | ArgData::Resident { len, elem_size, .. } => Some((len, elem_size)),
         }
+    }
+
+    /// Elements of a slice argument (None for values).
+    pub(crate) fn slice_len(&self) -> Option<usize> {
+        self.slice_parts().map(|(len, _)| len)
     }
 
     /// Bytes of one element of a slice argument (None for values).
     pub(crate) fn elem_size(&self) -> Option<usize> {
-        match *self {
-            ArgData::Value { .. } => None,
-            ArgData::Slice { elem_size, .. }
-            | ArgData::SliceMut { elem_size, .. }
-            | ArgData::Resident { elem_size, .. } => Some(elem_size),
-        }
+        self.slice_parts().map(|(_, size)| size)
     }
 
     /// Bytes of a host slice argument (0 for the others).
