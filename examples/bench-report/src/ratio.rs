@@ -170,7 +170,10 @@ mod tests {
         let short = Ratio::parse("ratio\tb\tw\tr\ttime\t1.0");
         assert!(short.unwrap().unwrap_err().contains("6 fields"));
         let measure = Ratio::parse("ratio\tb\tw\tr\tfast\t1.0\t-");
-        assert!(measure.unwrap().unwrap_err().contains("neither time nor speed"));
+        assert!(measure
+            .unwrap()
+            .unwrap_err()
+            .contains("neither time nor speed"));
         let goal = Ratio::parse("ratio\tb\tw\tr\tspeed\t0.9\t~1");
         assert!(goal.unwrap().unwrap_err().contains("goal"));
         let value = Ratio::parse("ratio\tb\tw\tr\tspeed\tNaN\t-");

@@ -61,7 +61,10 @@ impl Table {
         let mut rows: Vec<Row> = Vec::new();
         for (invocation, name, text) in logs {
             if invocation >= invocations {
-                return Err(format!("{name}: invocation {} of {invocations}", invocation + 1));
+                return Err(format!(
+                    "{name}: invocation {} of {invocations}",
+                    invocation + 1
+                ));
             }
             for line in text.lines() {
                 let Some(parsed) = Ratio::parse(line) else {
@@ -69,7 +72,8 @@ impl Table {
                 };
                 let ratio = parsed.map_err(|e| format!("{name}: {e}"))?;
                 let index = match rows.iter().position(|r| {
-                    (&r.bench, &r.what, &r.reference) == (&ratio.bench, &ratio.what, &ratio.reference)
+                    (&r.bench, &r.what, &r.reference)
+                        == (&ratio.bench, &ratio.what, &ratio.reference)
                 }) {
                     Some(i) => i,
                     None => {

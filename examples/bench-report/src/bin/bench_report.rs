@@ -20,7 +20,9 @@ fn invocation_of(path: &str) -> Res<usize> {
         .next()
         .and_then(|n| n.parse::<usize>().ok())
         .filter(|&n| n >= 1)
-        .ok_or_else(|| format!("{path}: the name does not end in -N.log (N the invocation, from 1)"))?;
+        .ok_or_else(|| {
+            format!("{path}: the name does not end in -N.log (N the invocation, from 1)")
+        })?;
     Ok(n - 1)
 }
 
@@ -34,13 +36,21 @@ fn goal_text(goal: Goal) -> String {
 
 fn markdown(table: &Table, machine: &str, date: &str) -> String {
     let n = table.invocations;
+    let runs = if table.rows.iter().all(Row::complete) {
+        format!("{n} invocations of every benchmark")
+    } else {
+        format!(
+            "{n} invocations, some benchmarks repeated in the later ones only (*not run* marks a \
+             figure an invocation did not measure)"
+        )
+    };
     let mut md = format!(
-        "# Every benchmark against its same-run reference\n\n{machine}, {date}, {n} invocations \
-         of every benchmark (`scripts/bench`). Each figure is a ratio to a reference measured \
-         in the same process: *time* ratios are offload's time over the reference's (below 1 \
-         is faster), *speed* ratios are offload's bandwidth or throughput over the reference's \
-         (above 1 is faster). *worst* is the worst invocation, and the goal is judged on it. \
-         The plot shows every worst figure as offload's speed relative to its reference.\n\n\
+        "# Every benchmark against its same-run reference\n\n{machine}, {date}, {runs} \
+         (`scripts/bench`). Each figure is a ratio to a reference measured in the same process: \
+         *time* ratios are offload's time over the reference's (below 1 is faster), *speed* \
+         ratios are offload's bandwidth or throughput over the reference's (above 1 is faster). \
+         *worst* is the worst invocation, and the goal is judged on it. The plot shows every \
+         worst figure as offload's speed relative to its reference.\n\n\
          ![every benchmark](benchmarks.png)\n\n"
     );
     let (goals, met) = table.rows.iter().fold((0, 0), |(g, m), r| match r.met() {
@@ -62,7 +72,11 @@ fn markdown(table: &Table, machine: &str, date: &str) -> String {
             Measure::Time => "time",
             Measure::Speed => "speed",
         };
-        let _ = write!(md, "| {} | {} | {} | {kind} |", row.bench, row.what, row.reference);
+        let _ = write!(
+            md,
+            "| {} | {} | {} | {kind} |",
+            row.bench, row.what, row.reference
+        );
         for v in &row.values {
             match v {
                 Some(v) => {
@@ -76,7 +90,12 @@ fn markdown(table: &Table, machine: &str, date: &str) -> String {
             Some(false) => "**no**",
             None => "",
         };
-        let _ = writeln!(md, " **{:.3}** | {} | {met} |", row.worst(), goal_text(row.goal));
+        let _ = writeln!(
+            md,
+            " **{:.3}** | {} | {met} |",
+            row.worst(),
+            goal_text(row.goal)
+        );
     }
     md
 }
@@ -139,7 +158,10 @@ fn plot(table: &Table, machine: &str, date: &str, png: &str) -> Res<()> {
     chart.draw_series(rows.iter().enumerate().filter_map(|(i, r)| {
         let g = goal_speed(r)?;
         let y = y_of(i);
-        Some(PathElement::new([(g, y + 0.02), (g, y + 0.98)], BLACK.stroke_width(2)))
+        Some(PathElement::new(
+            [(g, y + 0.02), (g, y + 0.98)],
+            BLACK.stroke_width(2),
+        ))
     }))?;
     chart.draw_series(LineSeries::new(
         [(1.0, 0.0), (1.0, count as f64)],
@@ -199,7 +221,10 @@ fn main() -> Res<()> {
     if table.rows.is_empty() {
         return Err("no ratio lines in the logs".into());
     }
-    std::fs::write(format!("{out}/BENCHMARKS.md"), markdown(&table, machine, date))?;
+    std::fs::write(
+        format!("{out}/BENCHMARKS.md"),
+        markdown(&table, machine, date),
+    )?;
     let png = format!("{out}/benchmarks.png");
     plot(&table, machine, date, &png)?;
     println!(
