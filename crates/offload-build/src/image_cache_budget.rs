@@ -87,7 +87,12 @@ pub(crate) fn prune(root: &Path, budget: u64, keep: &str) -> Vec<String> {
         if total <= budget {
             break;
         }
-        let name = e.path.file_name().unwrap_or_default().to_string_lossy().into_owned();
+        let name = e
+            .path
+            .file_name()
+            .unwrap_or_default()
+            .to_string_lossy()
+            .into_owned();
         if name == keep {
             continue;
         }
@@ -119,7 +124,8 @@ mod tests {
 
     #[test]
     fn least_recently_used_go_first_and_the_new_entry_stays() {
-        let root = std::env::temp_dir().join(format!("offload-cache-budget-{}", std::process::id()));
+        let root =
+            std::env::temp_dir().join(format!("offload-cache-budget-{}", std::process::id()));
         let _ = fs::remove_dir_all(&root);
         entry(&root, "old", 1000, 300);
         entry(&root, "middle", 1000, 200);
@@ -139,7 +145,8 @@ mod tests {
 
     #[test]
     fn abandoned_staging_directories_go() {
-        let root = std::env::temp_dir().join(format!("offload-cache-staging-{}", std::process::id()));
+        let root =
+            std::env::temp_dir().join(format!("offload-cache-staging-{}", std::process::id()));
         let _ = fs::remove_dir_all(&root);
         let (stale, live) = (root.join("k.1.tmp"), root.join("k.2.tmp"));
         fs::create_dir_all(&stale).unwrap();
@@ -156,6 +163,8 @@ mod tests {
     fn budget_from_the_variable() {
         assert_eq!(budget(None), Ok(1024 << 20));
         assert_eq!(budget(Some(" 64 ")), Ok(64 << 20));
-        assert!(budget(Some("1G")).unwrap_err().contains("whole number of MiB"));
+        assert!(budget(Some("1G"))
+            .unwrap_err()
+            .contains("whole number of MiB"));
     }
 }

@@ -22,6 +22,9 @@ pub struct Kernel {
     pub host_threads: HostThreads,
     /// Its parameters' names, in launch-argument order (for errors that name an argument).
     pub params: &'static [&'static str],
+    /// Whether it writes an output through an index (`#[scatter(index)]`): each such store
+    /// waits for its index's load, so a default launch gives its threads one element each.
+    pub scatters: bool,
 }
 
 impl Kernel {

@@ -84,14 +84,12 @@ pub fn gather<T: Value>(index: &[u32], x: &[T], out: &mut [T]) {
     }
 }
 
-/// Indirect scatter: `out[index[i]] = x[i]`. `index` must be a permutation of `0..out.len()`
-/// (the benchmark's is): two equal indices would be two threads writing one element.
+/// Indirect scatter: `out[index[i]] = x[i]`. `index` must hold no value twice (the benchmark's is
+/// a permutation of `0..out.len()`): the launchers are `unsafe` with that contract.
 #[offload::kernel(instances(T = f32 | f64))]
-pub fn scatter<T: Value>(index: &[u32], x: &[T], out: &mut [T]) {
-    for i in grid_stride(index.len().min(x.len())) {
-        // SAFETY: `index` is a permutation, so element index[i] is written by the thread that
-        // owns i alone.
-        unsafe { *out.at(index[i] as usize) = x[i] };
+pub fn scatter<T: Value>(index: &[u32], x: &[T], #[scatter(index)] out: &mut [T]) {
+    for (i, o) in out.iter_mine() {
+        *o = x[i];
     }
 }
 

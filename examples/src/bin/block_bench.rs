@@ -8,8 +8,8 @@
 //! of several launches. On the host backend the sizes shrink so that it finishes.
 
 use offload::{Device, Launch};
-use offload_examples::kernels::block::{self, GemmDims, SGEMM_THREADS, SGEMM_TILE};
 use offload_bench_report::{Goal, Measure, Ratio};
+use offload_examples::kernels::block::{self, GemmDims, SGEMM_THREADS, SGEMM_TILE};
 use offload_examples::reference_bandwidth;
 use offload_examples::reference_torch::{python, BEST_MS};
 use std::time::Duration;

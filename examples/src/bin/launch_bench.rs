@@ -95,7 +95,14 @@ fn report(what: &str, ours: Duration, reference: &str, raw: Duration, goal: Laun
         o / r,
         o - r
     );
-    Ratio::print("launch_bench", what.trim(), reference, Measure::Time, o / r, goal);
+    Ratio::print(
+        "launch_bench",
+        what.trim(),
+        reference,
+        Measure::Time,
+        o / r,
+        goal,
+    );
 }
 
 /// saxpy's parameters as `cuLaunchKernel` takes them: `a`, then each slice as address, length.

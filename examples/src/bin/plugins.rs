@@ -10,8 +10,8 @@
 //! liboffload-22); elsewhere it says why and exits with an error.
 
 use offload::{BackendKind, Device, DeviceVec, Launch, PinnedVec, Platform};
-use offload_examples::kernels;
 use offload_bench_report::{Goal, Measure, Ratio};
+use offload_examples::kernels;
 use offload_examples::overlap::{balanced_steps, best_of_5, chunked_relax};
 use offload_examples::reference;
 use std::time::{Duration, Instant};

@@ -14,8 +14,8 @@
 //! `cargo run --release -p offload-examples --bin stream_ordering`
 
 use offload::{Device, DeviceVec, Launch, Stream};
-use offload_examples::kernels::{saxpy, streams::relax};
 use offload_bench_report::{Goal, Measure, Ratio};
+use offload_examples::kernels::{saxpy, streams::relax};
 use std::time::{Duration, Instant};
 
 const BATCH: usize = 200;

@@ -10,8 +10,8 @@
 //! same work split across all of them, two streams each.
 
 use offload::{Device, PinnedVec};
-use offload_examples::overlap::{balanced_steps, best_of_5, chunked_relax};
 use offload_bench_report::{Goal, Measure, Ratio};
+use offload_examples::overlap::{balanced_steps, best_of_5, chunked_relax};
 use offload_examples::reference;
 use std::time::Duration;
 

@@ -10,10 +10,10 @@
 
 use offload::half::bf16;
 use offload::{Device, Launch};
+use offload_bench_report::{Goal, Measure, Ratio};
 use offload_examples::kernels::gemm_bf16::{self, ACT_NONE};
 use offload_examples::kernels::sgemm_tf32;
 use offload_examples::kernels::tensor::MatDims;
-use offload_bench_report::{Goal, Measure, Ratio};
 use offload_examples::reference_gemm::{linear_entry, sgemm_entry, uniform, uniform_bf16};
 use offload_examples::reference_torch::{python, BEST_MS};
 use offload_examples::tensor_launch;

@@ -7,8 +7,8 @@
 //! Times are the kernel's alone (`LaunchReport::kernel_time`), the best of several launches.
 
 use offload::{Device, Launch};
-use offload_examples::kernels::{block, views};
 use offload_bench_report::{Goal, Measure, Ratio};
+use offload_examples::kernels::{block, views};
 use offload_examples::{reference, reference_bandwidth};
 use std::time::Duration;
 
@@ -79,7 +79,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             gbps(plain) / memcpy,
             gbps(safe) / memcpy
         );
-        for (what, time) in [("reverse_chunks (unsafe)", plain), ("reverse_tiles (safe)", safe)] {
+        for (what, time) in [
+            ("reverse_chunks (unsafe)", plain),
+            ("reverse_tiles (safe)", safe),
+        ] {
             Ratio::print(
                 "views_bench",
                 what,

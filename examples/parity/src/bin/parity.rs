@@ -334,7 +334,8 @@ macro_rules! benchmarks {
                         if gather {
                             kernels::gather::enqueue(&s, launch, di, dx, dout)
                         } else {
-                            kernels::scatter::enqueue(&s, launch, di, dx, dout)
+                            // SAFETY: index is a permutation of 0..n.
+                            unsafe { kernels::scatter::enqueue(&s, launch, di, dx, dout) }
                         }
                     };
                     let times = measure(
