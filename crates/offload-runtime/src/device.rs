@@ -180,6 +180,11 @@ impl Device {
         self.shared.loaded.entry(&self.shared.backend, kernel)
     }
 
+    /// The generation of the code loaded on the device (see `crate::prepared`).
+    pub(crate) fn code_generation(&self) -> u64 {
+        self.shared.loaded.generation()
+    }
+
     /// A bounce buffer for one launch's small copies (see `bounce`).
     pub(crate) fn bounce(&self) -> Bounce<'_> {
         self.shared.bounce.launch(&self.shared.backend)

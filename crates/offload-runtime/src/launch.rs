@@ -7,6 +7,7 @@ use crate::backend::{BackendKind, EntryLimits, Limits, Shape};
 use crate::device::{resolve_device, Device};
 use crate::kernel::{ArgData, Kernel, KernelArg};
 use crate::loaded::Entry;
+use crate::prepared;
 use crate::report::{self, LaunchReport};
 use crate::{transfer, Error, Result};
 use offload_kernel::Dim3;
@@ -95,7 +96,7 @@ impl<'d> Launch<'d> {
 
     /// The shape of a launch of `kernel` on `device` and the kernel's entry there (its code
     /// loaded on first use), checked against both, once the arguments are known not to share
-    /// written device memory.
+    /// written device memory. Kept per thread for the launches that follow (`crate::prepared`).
     pub(crate) fn prepare(
         &self,
         kernel: &'static Kernel,
@@ -114,25 +115,39 @@ impl<'d> Launch<'d> {
             });
         }
         crate::aliasing::check_disjoint(kernel, args)?;
-        let limits = device.limits();
-        let shape = self.resolve(kernel, device, &limits, args)?;
-        let entry = device.entry(kernel)?;
-        let limit = limits.max_shared_per_block;
-        check_entry(shape, &entry.limits, limit).map_err(|reason| Error::InvalidLaunch {
-            kernel: kernel.name,
-            device: device.name().to_string(),
-            reason,
-        })?;
-        Ok((shape, entry))
+        let key = prepared::Key {
+            kernel: prepared::Key::kernel(kernel),
+            code: device.code_generation(),
+            grid: self.grid,
+            block: self.block,
+            dynamic_shared: self.dynamic_shared,
+            items: match self.grid {
+                Some(_) => (0, 0),
+                None => default_items(args),
+            },
+        };
+        prepared::shape_and_entry(key, || {
+            let limits = device.limits();
+            let shape = self.resolve(kernel, device, &limits, key.items)?;
+            let entry = device.entry(kernel)?;
+            let limit = limits.max_shared_per_block;
+            check_entry(shape, &entry.limits, limit).map_err(|reason| Error::InvalidLaunch {
+                kernel: kernel.name,
+                device: device.name().to_string(),
+                reason,
+            })?;
+            Ok((shape, entry))
+        })
     }
 
-    /// Fill in the unset parts from the arguments and check the shape against the device.
+    /// Fill in the unset parts (a default grid covers `items`: elements and their size) and
+    /// check the shape against the device.
     fn resolve(
         &self,
         kernel: &'static Kernel,
         device: &Device,
         limits: &Limits,
-        args: &[KernelArg<'_>],
+        (items, elem_size): (u64, u64),
     ) -> Result<Shape> {
         let invalid = |reason: String| Error::InvalidLaunch {
             kernel: kernel.name,
@@ -143,7 +158,6 @@ impl<'d> Launch<'d> {
         let grid = match self.grid {
             Some(grid) => grid,
             None => {
-                let (items, elem_size) = default_items(args);
                 let per_block = block.count().max(1);
                 let blocks = if device.kind() == BackendKind::Host {
                     // A GPU thread costs a plain call there, and with one element per thread
@@ -298,9 +312,9 @@ pub fn launch(
     };
     let (shape, entry) = launch.prepare(kernel, &device, args)?;
     tracing::debug!(kernel = kernel.name, device = %device.name(), grid = ?shape.grid, block = ?shape.block, "launch");
-    let mut report = LaunchReport::new(kernel.name, device.name(), shape);
+    let mut report = LaunchReport::new(kernel.name, shape);
     transfer::launch(&device, kernel.name, &entry, shape, args, &mut report)?;
-    report::record(report);
+    report::record(report, device.name());
     Ok(())
 }
 
@@ -509,7 +523,8 @@ pub(crate) mod tests {
             let mut out = vec![0f64; 1 << 16];
             let args = [KernelArg::slice_mut(&mut out)];
             let blocks = |kernel| {
-                let shape = Launch::on(&device).resolve(kernel, &device, &limits, &args);
+                let shape =
+                    Launch::on(&device).resolve(kernel, &device, &limits, default_items(&args));
                 shape.unwrap().grid.x
             };
             // The mock's 4 multiprocessors hold 32 blocks of 256: far fewer than either grid.
@@ -624,6 +639,32 @@ pub(crate) mod tests {
                 fill(&FILL, Launch::on(&device), &mut out).unwrap();
                 assert_eq!(gpu.live_allocations(), 0);
             }
+        }
+
+        /// A launch kept for the next ones (`crate::prepared`) serves the same kernel on the
+        /// same device with the same element count only.
+        #[test]
+        fn a_kept_launch_serves_only_the_same_kernel_device_and_size() {
+            let (gpu, device) = mock();
+            let (other_gpu, other) = mock();
+            let (mut small, mut large) = ([0u32; 8], vec![0u32; 1 << 16]);
+            let grid = || crate::last_launch().unwrap().grid.unwrap();
+            fill(&FILL, Launch::on(&device), &mut small).unwrap();
+            let small_grid = grid();
+            fill(&FILL, Launch::on(&device), &mut large).unwrap();
+            assert_ne!(grid(), small_grid, "a longer output gets its own grid");
+            fill(&FILL, Launch::on(&device), &mut small).unwrap();
+            assert_eq!(grid(), small_grid);
+            fill(&FILL, Launch::on(&device).grid(3), &mut small).unwrap();
+            assert_eq!(grid(), Dim3::new(3, 1, 1));
+            fill(&FILL, Launch::on(&other), &mut small).unwrap();
+            assert_eq!(
+                *other_gpu.images_loaded.lock().unwrap(),
+                1,
+                "another device loads its own"
+            );
+            assert_eq!(gpu.launches.lock().unwrap().len(), 4);
+            assert_eq!(other_gpu.launches.lock().unwrap().len(), 1);
         }
 
         #[test]

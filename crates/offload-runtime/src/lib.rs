@@ -41,6 +41,7 @@ pub mod nd;
 pub mod ordering;
 mod output_backup;
 mod pinned;
+mod prepared;
 mod present;
 mod region;
 mod report;

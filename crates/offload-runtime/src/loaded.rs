@@ -12,11 +12,32 @@ use offload_kernel::panic_record::PanicRecord;
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 use std::mem::size_of;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 /// What one device has loaded.
-#[derive(Default)]
-pub(crate) struct Loaded(Mutex<Tables>);
+pub(crate) struct Loaded {
+    tables: Mutex<Tables>,
+    /// Names what is loaded now, unique in the process: renewed when everything is forgotten
+    /// (see `crate::prepared`, which keeps entries under it).
+    generation: AtomicU64,
+}
+
+/// The next generation of any device's loaded code.
+static NEXT_GENERATION: AtomicU64 = AtomicU64::new(0);
+
+fn new_generation() -> u64 {
+    NEXT_GENERATION.fetch_add(1, Ordering::Relaxed)
+}
+
+impl Default for Loaded {
+    fn default() -> Self {
+        Loaded {
+            tables: Mutex::default(),
+            generation: AtomicU64::new(new_generation()),
+        }
+    }
+}
 
 #[derive(Default)]
 struct Tables {
@@ -100,7 +121,7 @@ impl Loaded {
     /// The entry of `kernel` on `backend`'s device, loading its code on first use.
     /// `Err(NoImage)` when the device has no code for it or its driver rejects it.
     pub fn entry(&self, backend: &Arc<dyn Backend>, kernel: &'static Kernel) -> Result<Entry> {
-        let mut tables = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut tables = self.tables.lock().unwrap_or_else(PoisonError::into_inner);
         let kernel_key = kernel as *const Kernel as usize;
         if let Some(entry) = tables.entries.get(&kernel_key) {
             return Ok(entry.clone());
@@ -146,9 +167,15 @@ impl Loaded {
 
     /// Forget everything (the plugin unloaded it: the device was released).
     pub fn clear(&self) {
-        let mut tables = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut tables = self.tables.lock().unwrap_or_else(PoisonError::into_inner);
+        self.generation.store(new_generation(), Ordering::Release);
         tables.entries.clear();
         tables.images.clear();
+    }
+
+    /// The generation of what is loaded now.
+    pub fn generation(&self) -> u64 {
+        self.generation.load(Ordering::Acquire)
     }
 }
 

@@ -164,22 +164,25 @@ impl<'u> Claim<'u> {
                 held: SmallVec::new(),
             };
         }
+        // Kept in address order as they come, each once: one order for every thread, so no
+        // two claims wait for each other's locks.
         let mut distinct: SmallVec<[(&'u Uses, bool); INLINE_CLAIMS]> = SmallVec::new();
         for (u, write) in uses {
-            match distinct.iter_mut().find(|(d, _)| std::ptr::eq(*d, u)) {
-                Some(found) => found.1 |= write,
-                None => distinct.push((u, write)),
+            let address = u as *const Uses as usize;
+            let at = distinct
+                .iter()
+                .position(|(d, _)| *d as *const Uses as usize >= address)
+                .unwrap_or(distinct.len());
+            match distinct.get_mut(at) {
+                Some(same) if std::ptr::eq(same.0, u) => same.1 |= write,
+                _ => distinct.insert(at, (u, write)),
             }
         }
-        // One order for every thread: no two claims wait for each other's locks.
-        distinct.sort_unstable_by_key(|(u, _)| *u as *const Uses as usize);
-        let held = distinct
-            .into_iter()
-            .map(|(u, write)| {
-                let guard = u.in_flight.lock().unwrap_or_else(|p| p.into_inner());
-                (guard, write)
-            })
-            .collect();
+        let mut held = SmallVec::new();
+        for (u, write) in distinct {
+            let guard = u.in_flight.lock().unwrap_or_else(|p| p.into_inner());
+            held.push((guard, write));
+        }
         Claim { held }
     }
 

@@ -3,7 +3,7 @@
 
 use crate::backend::Shape;
 use offload_kernel::Dim3;
-use std::cell::{Cell, RefCell};
+use std::cell::RefCell;
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::time::Duration;
 
@@ -36,16 +36,11 @@ pub struct LaunchReport {
 }
 
 impl LaunchReport {
-    /// The report of a launch of `kernel` on `device` in `shape`, before anything is measured.
-    pub(crate) fn new(kernel: &'static str, device: &str, shape: Shape) -> Self {
-        // The name goes into the buffer of the report this thread's last one replaced: a loop of
-        // launches allocates nothing for it.
-        let mut name = SPARE_NAME.take();
-        name.clear();
-        name.push_str(device);
+    /// The report of a launch of `kernel` in `shape`, before anything is measured; the device
+    /// is named when it is recorded.
+    pub(crate) fn new(kernel: &'static str, shape: Shape) -> Self {
         LaunchReport {
             kernel,
-            device: name,
             grid: Some(shape.grid),
             block: Some(shape.block),
             ..LaunchReport::default()
@@ -70,14 +65,22 @@ pub(crate) fn device_time_wanted() -> bool {
 
 thread_local! {
     static LAST: RefCell<Option<LaunchReport>> = const { RefCell::new(None) };
-    /// The device name of the report `LAST` held before, for the next report to reuse.
-    static SPARE_NAME: Cell<String> = const { Cell::new(String::new()) };
 }
 
-pub(crate) fn record(report: LaunchReport) {
-    if let Some(replaced) = LAST.with(|l| l.borrow_mut().replace(report)) {
-        SPARE_NAME.set(replaced.device);
-    }
+/// Keep `report`, of a launch on the device named `device`, as this thread's last.
+pub(crate) fn record(mut report: LaunchReport, device: &str) {
+    LAST.with_borrow_mut(|last| {
+        // The name goes into the buffer of the report it replaces: a loop of launches allocates
+        // nothing for it, and copies nothing while the device stays the same.
+        if let Some(replaced) = last {
+            report.device = std::mem::take(&mut replaced.device);
+        }
+        if report.device != device {
+            report.device.clear();
+            report.device.push_str(device);
+        }
+        *last = Some(report);
+    });
 }
 
 /// The report of the last successful launch made by this thread.

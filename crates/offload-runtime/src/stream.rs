@@ -43,6 +43,7 @@ use offload_kernel::DeviceCopy;
 use std::marker::PhantomData;
 use std::mem::{size_of, size_of_val};
 use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -91,6 +92,7 @@ impl<'scope> StreamScope<'scope, '_> {
             launched: Mutex::new(Vec::new()),
             allocations: Mutex::new(Vec::new()),
             recording: Mutex::new(None),
+            is_recording: AtomicBool::new(false),
         });
         self.queues
             .lock()
@@ -123,6 +125,9 @@ struct Queue {
     allocations: Mutex<Vec<Box<ScopeAllocation>>>,
     /// The recording in progress ([`Stream::record_graph`]), which takes the launches queued.
     recording: Mutex<Option<Recording>>,
+    /// Whether `recording` holds one: read by every launch and call on the stream, without
+    /// taking the lock when it does not. Changed with the lock held.
+    is_recording: AtomicBool,
 }
 
 impl ReplayQueue for Queue {
@@ -250,10 +255,15 @@ impl<'scope> Stream<'scope> {
                 });
             }
             *recording = Some(Recording::begin(queue)?);
+            self.queue.is_recording.store(true, Ordering::Release);
         }
         let recorder = Stream::on(self.queue.clone());
         let recorded = catch_unwind(AssertUnwindSafe(|| body(&recorder)));
-        let recording = self.recording().take().expect("recording since `begin`");
+        let recording = {
+            let mut recording = self.recording();
+            self.queue.is_recording.store(false, Ordering::Release);
+            recording.take().expect("recording since `begin`")
+        };
         // Ended whatever `body` did, so that the stream stops recording.
         let graph = recording.end(self.queue.clone());
         match recorded {
@@ -266,7 +276,7 @@ impl<'scope> Stream<'scope> {
     /// `Err` naming `what` while the stream records: only launches on the handle that
     /// `record_graph` gives its body can be recorded.
     pub(crate) fn refuse_while_recording(&self, what: &'static str) -> Result<()> {
-        if self.recording().is_none() {
+        if !self.queue.is_recording.load(Ordering::Acquire) {
             return Ok(());
         }
         Err(Error::InvalidLaunch {
@@ -566,7 +576,12 @@ pub fn enqueue<M: StreamMode>(
     }
     let (shape, entry) = launch.prepare(kernel, device, args)?;
     let backend = &*stream.queue.backend;
-    if let Some(recording) = stream.recording().as_mut() {
+    let mut recording = stream
+        .queue
+        .is_recording
+        .load(Ordering::Acquire)
+        .then(|| stream.recording());
+    if let Some(recording) = recording.as_mut().and_then(|r| r.as_mut()) {
         // A running handle's arguments are borrowed for the call only: a graph could outlive
         // them.
         if !M::RECORDS {
@@ -580,7 +595,8 @@ pub fn enqueue<M: StreamMode>(
         }
         return recording.add(backend, device, kernel, &entry, shape, args);
     }
-    let mut report = LaunchReport::new(kernel.name, device.name(), shape);
+    drop(recording);
+    let mut report = LaunchReport::new(kernel.name, shape);
     let mut buffers = Vec::new();
     let mut summary = LaunchSummary::default();
     let queued = queue_launch(
@@ -601,11 +617,11 @@ pub fn enqueue<M: StreamMode>(
     queued?;
     stream.queue.note_launched(kernel.name, &entry.image);
     if device.memory_is_host() {
-        trace::host_launch(&report);
+        trace::host_launch(device.name(), &report);
     } else {
-        trace::queued_launch(&report, &summary);
+        trace::queued_launch(device.name(), &report, &summary);
     }
-    crate::report::record(report);
+    crate::report::record(report, device.name());
     Ok(())
 }
 

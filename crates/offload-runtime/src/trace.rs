@@ -74,15 +74,15 @@ const FIELDS: usize = 9;
 static GLOBAL: [AtomicU64; FIELDS] = [const { AtomicU64::new(0) }; FIELDS];
 
 thread_local! {
-    static THREAD: Cell<[u64; FIELDS]> = const { Cell::new([0; FIELDS]) };
+    /// One cell per counter: an update touches its own word only.
+    static THREAD: [Cell<u64>; FIELDS] = const { [const { Cell::new(0) }; FIELDS] };
 }
 
 fn add(field: Field, n: u64) {
     GLOBAL[field as usize].fetch_add(n, Relaxed);
     THREAD.with(|t| {
-        let mut v = t.get();
-        v[field as usize] += n;
-        t.set(v);
+        let counter = &t[field as usize];
+        counter.set(counter.get() + n);
     });
 }
 
@@ -107,7 +107,7 @@ pub fn counters() -> Counters {
 
 /// Everything the calling thread moved so far.
 pub fn thread_counters() -> Counters {
-    snapshot(THREAD.with(Cell::get))
+    snapshot(THREAD.with(|t| std::array::from_fn(|i| t[i].get())))
 }
 
 static FORCED: AtomicBool = AtomicBool::new(false);
@@ -390,7 +390,7 @@ pub(crate) struct LaunchSummary {
 }
 
 /// The summary line of a launch on a GPU.
-pub(crate) fn launch(report: &crate::LaunchReport, summary: &LaunchSummary) {
+pub(crate) fn launch(device: &str, report: &crate::LaunchReport, summary: &LaunchSummary) {
     add(Field::Launches, 1);
     if enabled() {
         let device_time = match report.device_time {
@@ -401,7 +401,7 @@ pub(crate) fn launch(report: &crate::LaunchReport, summary: &LaunchSummary) {
             "launch {} on {}: slices {} present, {} copied, {} device-resident; {} B to device, \
              {} B from device; to {:.3} ms, kernel {:.3} ms{device_time}, from {:.3} ms",
             report.kernel,
-            report.device,
+            device,
             summary.present,
             summary.copied,
             summary.resident,
@@ -415,14 +415,14 @@ pub(crate) fn launch(report: &crate::LaunchReport, summary: &LaunchSummary) {
 }
 
 /// The summary line of a launch queued on a stream of a GPU (its copies have lines of their own).
-pub(crate) fn queued_launch(report: &crate::LaunchReport, summary: &LaunchSummary) {
+pub(crate) fn queued_launch(device: &str, report: &crate::LaunchReport, summary: &LaunchSummary) {
     add(Field::Launches, 1);
     if enabled() {
         print(format_args!(
             "queue  {} on {}: slices {} copied, {} device-resident; {} B to device, {} B from \
              device",
             report.kernel,
-            report.device,
+            device,
             summary.copied,
             summary.resident,
             report.bytes_to_device,
@@ -432,13 +432,13 @@ pub(crate) fn queued_launch(report: &crate::LaunchReport, summary: &LaunchSummar
 }
 
 /// The summary line of a host-backend launch (kernels work on host memory in place).
-pub(crate) fn host_launch(report: &crate::LaunchReport) {
+pub(crate) fn host_launch(device: &str, report: &crate::LaunchReport) {
     add(Field::Launches, 1);
     if enabled() {
         print(format_args!(
             "launch {} on {}: in host memory, nothing moved; kernel {:.3} ms",
             report.kernel,
-            report.device,
+            device,
             report.kernel_time.as_secs_f64() * 1e3,
         ));
     }

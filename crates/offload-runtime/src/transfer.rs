@@ -394,9 +394,9 @@ pub(crate) fn launch(
     claim.completed();
     drop(buffers);
     if traced {
-        trace::launch(report, &summary);
+        trace::launch(backend.name(), report, &summary);
     } else {
-        trace::host_launch(report);
+        trace::host_launch(backend.name(), report);
     }
     Ok(())
 }

@@ -15,8 +15,9 @@
 //! - mapped copies of 1 GiB of pageable memory against a pinned memcpy (goal ≥ 0.9×; the minimum
 //!   over the ways is printed).
 //!
-//! `cargo run --release -p offload-examples --bin launch_bench [-- copies]` (`copies`: the
-//! mapped copies only, for repeated invocations).
+//! `cargo run --release -p offload-examples --bin launch_bench [-- copies|launches]`
+//! (`copies`: the mapped copies only, `launches`: everything but them; for repeated
+//! invocations).
 
 use cudarc::driver::DriverError;
 use offload::{Device, DeviceVec, Launch};
@@ -36,14 +37,20 @@ const BATCH: u32 = 200;
 const ROUNDS: usize = 7;
 
 fn main() -> Result<()> {
-    let copies_only = std::env::args().nth(1).as_deref() == Some("copies");
+    let only = std::env::args().nth(1);
+    let (launches, copies) = match only.as_deref() {
+        None => (true, true),
+        Some("copies") => (false, true),
+        Some("launches") => (true, false),
+        Some(other) => return Err(format!("unknown argument `{other}`: copies or launches").into()),
+    };
     let device = offload::default_device()?;
     println!("device: {}", device.name());
     let Some(raw) = RawDriver::new(&device, kernels::saxpy::KERNEL.images)? else {
         println!("no CUDA GPU with the kernels' image: no raw driver to compare with, nothing to measure");
         return Ok(());
     };
-    if !copies_only {
+    if launches {
         let saxpy = raw.function("saxpy")?;
         queueing(&device, &raw, saxpy)?;
         resident_launch(&device, &raw, saxpy)?;
@@ -51,7 +58,9 @@ fn main() -> Result<()> {
         jacobi_in_region(&device, &raw, 4096, 200)?;
         replay(&device, &raw, saxpy)?;
     }
-    mapped(&device)?;
+    if copies {
+        mapped(&device)?;
+    }
     Ok(())
 }
 

@@ -60,17 +60,9 @@ impl PackedArgs {
     /// # Safety
     /// `value..value + size` is readable (padding bytes in it may be uninitialised).
     pub unsafe fn push_raw(&mut self, value: *const u8, size: usize, align: usize) {
-        let offset = self.bytes.len().next_multiple_of(align);
-        self.bytes.resize(offset, MaybeUninit::new(0));
-        // SAFETY: `value` holds `size` readable bytes (the contract), outside the buffer.
-        let value = unsafe { std::slice::from_raw_parts(value as *const MaybeUninit<u8>, size) };
-        // Appended, not zeroed first: a word costs a move, not a `memset` and a copy.
-        self.bytes.extend_from_slice(value);
-        self.params.push(Param {
-            offset,
-            size,
-            address: false,
-        });
+        debug_assert!(align.is_power_of_two());
+        // SAFETY: per the contract.
+        unsafe { self.append(value, size, align, false) }
     }
 
     /// Append a parameter holding `value`.
@@ -87,15 +79,41 @@ impl PackedArgs {
 
     /// Append a 64-bit word that is not an address: a slice length or extent.
     pub fn push_word(&mut self, word: u64) {
-        self.push(&word);
+        // SAFETY: a live word is readable.
+        unsafe { self.append(&word as *const u64 as *const u8, 8, 8, false) }
     }
 
     /// Append a device address (a 64-bit word; 0 for an empty slice).
     pub fn push_address(&mut self, address: u64) {
-        self.push(&address);
-        if let Some(last) = self.params.last_mut() {
-            last.address = true;
+        // SAFETY: as above.
+        unsafe { self.append(&address as *const u64 as *const u8, 8, 8, true) }
+    }
+
+    /// Append the `size` bytes at `value` at the next multiple of `align` (a power of two: a
+    /// mask, not a division), zeroing the padding before them, and note the parameter.
+    ///
+    /// # Safety
+    /// `value..value + size` is readable, outside the buffer.
+    unsafe fn append(&mut self, value: *const u8, size: usize, align: usize, address: bool) {
+        let len = self.bytes.len();
+        let offset = (len + align - 1) & !(align - 1);
+        self.bytes.reserve(offset + size - len);
+        // SAFETY: the buffer has room for `offset + size` bytes (reserved above); the padding is
+        // zeroed and `value`'s bytes copied (they may be uninitialised padding of a struct,
+        // which `MaybeUninit` holds) before the length covers them.
+        unsafe {
+            let base = self.bytes.as_mut_ptr();
+            if offset > len {
+                std::ptr::write_bytes(base.add(len), 0, offset - len);
+            }
+            std::ptr::copy_nonoverlapping(value as *const MaybeUninit<u8>, base.add(offset), size);
+            self.bytes.set_len(offset + size);
         }
+        self.params.push(Param {
+            offset,
+            size,
+            address,
+        });
     }
 
     /// The start of the buffer.
