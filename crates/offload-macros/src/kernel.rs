@@ -14,7 +14,7 @@
 
 use crate::instances::{self, Binding, Instance};
 use crate::options::KernelOptions;
-use crate::params::{self, Param, Passing};
+use crate::params::{self, Ownership, Param, Passing};
 use proc_macro2::TokenStream;
 use quote::{format_ident, quote};
 use syn::{parse_quote, Error, Generics, Ident, ItemFn, Result, ReturnType, WherePredicate};
@@ -614,8 +614,22 @@ fn expand_host(
         .push(parse_quote! { OffloadStreamMode: ::offload::StreamMode });
     let (enqueue_generics, _, _) = enqueue_generics.split_for_impl();
     let param_names: Vec<String> = params.iter().map(|p| p.name.to_string()).collect();
+    // A `#[grid]` output's threads each walk a strip: the default launch gives them one each.
+    let grid_output = params
+        .iter()
+        .any(|p| matches!(p.ownership, Some((Ownership::Grid(_), _))));
+    let bytes_per_thread = match grid_output {
+        true => quote! { ::offload::STRIP_BYTES as u64 },
+        false => quote! { 0 },
+    };
     let descriptor = if generic {
-        generic_descriptor(func, &param_names, instances, &images_expr)
+        generic_descriptor(
+            func,
+            &param_names,
+            &bytes_per_thread,
+            instances,
+            &images_expr,
+        )
     } else {
         quote! {
             /// The kernel's descriptor: its name, the device images holding it, its host entry
@@ -626,6 +640,7 @@ fn expand_host(
                 host_thread,
                 host_threads,
                 params: &[#(#param_names),*],
+                bytes_per_thread: #bytes_per_thread,
             };
         }
     };
@@ -739,6 +754,7 @@ fn expand_host(
 fn generic_descriptor(
     func: &ItemFn,
     param_names: &[String],
+    bytes_per_thread: &TokenStream,
     instances: &[Instance],
     images: &TokenStream,
 ) -> TokenStream {
@@ -781,6 +797,7 @@ fn generic_descriptor(
                         host_thread: host_thread::<#args>,
                         host_threads: host_threads::<#args>,
                         params: &[#(#param_names),*],
+                        bytes_per_thread: #bytes_per_thread,
                     };
                     &KERNEL
                 }

@@ -82,6 +82,7 @@ mod tests {
         host_thread: no_host_thread,
         host_threads: no_host_threads,
         params: &["n", "x", "y"],
+        bytes_per_thread: 0,
     };
 
     /// `len` floats at `addr` on device 1.

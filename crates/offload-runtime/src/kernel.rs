@@ -22,6 +22,10 @@ pub struct Kernel {
     pub host_threads: HostThreads,
     /// Its parameters' names, in launch-argument order (for errors that name an argument).
     pub params: &'static [&'static str],
+    /// Bytes of its longest output that each thread covers in a default launch, where that is
+    /// more than the usual `DEFAULT_BYTES_PER_THREAD` (a `#[grid]` output's strip:
+    /// `offload_kernel::STRIP_BYTES`); 0 for the usual.
+    pub bytes_per_thread: u64,
 }
 
 impl Kernel {

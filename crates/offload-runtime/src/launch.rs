@@ -115,7 +115,7 @@ impl<'d> Launch<'d> {
         }
         crate::aliasing::check_disjoint(kernel, args)?;
         let limits = device.limits();
-        let shape = self.resolve(kernel.name, device, &limits, args)?;
+        let shape = self.resolve(kernel, device, &limits, args)?;
         let entry = device.entry(kernel)?;
         let limit = limits.max_shared_per_block;
         check_entry(shape, &entry.limits, limit).map_err(|reason| Error::InvalidLaunch {
@@ -129,13 +129,13 @@ impl<'d> Launch<'d> {
     /// Fill in the unset parts from the arguments and check the shape against the device.
     fn resolve(
         &self,
-        kernel: &'static str,
+        kernel: &'static Kernel,
         device: &Device,
         limits: &Limits,
         args: &[KernelArg<'_>],
     ) -> Result<Shape> {
         let invalid = |reason: String| Error::InvalidLaunch {
-            kernel,
+            kernel: kernel.name,
             device: device.name().to_string(),
             reason,
         };
@@ -150,7 +150,7 @@ impl<'d> Launch<'d> {
                     // each worker's range of threads walks consecutive elements (backend::host).
                     items.div_ceil(per_block).max(1)
                 } else {
-                    default_blocks(items, elem_size, per_block, limits)
+                    default_blocks(items, elem_size, kernel.bytes_per_thread, per_block, limits)
                 };
                 // More elements than threads allowed: the grid-stride views cover the rest.
                 let blocks = blocks.min(MAX_LAUNCH_THREADS / per_block);
@@ -171,12 +171,22 @@ impl<'d> Launch<'d> {
 }
 
 /// Blocks of a default grid for `items` elements: at least enough to fill the device (without
-/// idle threads), else one thread per `DEFAULT_ELEMENTS_PER_THREAD` elements.
-fn default_blocks(items: u64, elem_size: u64, per_block: u64, limits: &Limits) -> u64 {
+/// idle threads), else one thread per `DEFAULT_ELEMENTS_PER_THREAD` elements, or per
+/// `bytes_per_thread` bytes of them when the kernel asks for more (`Kernel::bytes_per_thread`).
+fn default_blocks(
+    items: u64,
+    elem_size: u64,
+    bytes_per_thread: u64,
+    per_block: u64,
+    limits: &Limits,
+) -> u64 {
     let one_per_thread = items.div_ceil(per_block);
     let resident = limits.multiprocessors as u64
         * (limits.threads_per_multiprocessor as u64 / per_block).max(1);
-    let per_thread = DEFAULT_ELEMENTS_PER_THREAD.max(DEFAULT_BYTES_PER_THREAD / elem_size.max(1));
+    let bytes = DEFAULT_BYTES_PER_THREAD.max(bytes_per_thread);
+    let per_thread = DEFAULT_ELEMENTS_PER_THREAD
+        .max(DEFAULT_BYTES_PER_THREAD / elem_size.max(1))
+        .max(bytes / elem_size.max(1));
     let batched = items.div_ceil(per_block * per_thread);
     batched.max(one_per_thread.min(resident)).max(1)
 }
@@ -390,23 +400,28 @@ pub(crate) mod tests {
     #[test]
     fn default_grid_fills_the_device_then_batches_elements() {
         // Small: one thread per element (no idle threads).
-        assert_eq!(default_blocks(1000, 4, 256, &CUDA_LIKE), 4);
-        assert_eq!(default_blocks(0, 4, 256, &CUDA_LIKE), 1);
+        assert_eq!(default_blocks(1000, 4, 0, 256, &CUDA_LIKE), 4);
+        assert_eq!(default_blocks(0, 4, 0, 256, &CUDA_LIKE), 1);
         // Medium: the device is filled (132 SMs x 8 blocks) before elements are batched.
-        assert_eq!(default_blocks(1 << 20, 4, 256, &CUDA_LIKE), 1056);
+        assert_eq!(default_blocks(1 << 20, 4, 0, 256, &CUDA_LIKE), 1056);
         // Large: four elements per thread.
         assert_eq!(
-            default_blocks(1 << 28, 4, 256, &CUDA_LIKE),
+            default_blocks(1 << 28, 4, 0, 256, &CUDA_LIKE),
             (1 << 28) / 1024
         );
         assert_eq!(
-            default_blocks(1 << 28, 8, 256, &CUDA_LIKE),
+            default_blocks(1 << 28, 8, 0, 256, &CUDA_LIKE),
             (1 << 28) / 1024
         );
         // 2-byte elements: eight per thread, one 16-byte access.
         assert_eq!(
-            default_blocks(1 << 28, 2, 256, &CUDA_LIKE),
+            default_blocks(1 << 28, 2, 0, 256, &CUDA_LIKE),
             (1 << 28) / 2048
+        );
+        // A kernel whose threads each walk 128 bytes of the output (`#[grid]` strips).
+        assert_eq!(
+            default_blocks(1 << 28, 4, 128, 256, &CUDA_LIKE),
+            (1 << 28) / (32 * 256)
         );
     }
 
@@ -473,6 +488,7 @@ pub(crate) mod tests {
                 host_thread: host_build,
                 host_threads: host_threads_build,
                 params: &["value", "out"],
+                bytes_per_thread: 0,
             }
         }
         pub(crate) static FILL: Kernel = kernel("fill", &GOOD);

@@ -490,6 +490,7 @@ mod tests {
         host_thread: no_host_thread,
         host_threads: no_host_threads,
         params: &["a", "x", "y"],
+        bytes_per_thread: 0,
     };
 
     fn mock(capacity: usize) -> (Arc<MockGpu>, Device) {
