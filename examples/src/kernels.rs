@@ -147,6 +147,7 @@ pub fn jacobi2d(width: u32, height: u32, input: &[f32], output: &mut [f32]) {
 }
 
 pub mod atomics;
+pub mod stencils;
 pub mod streams;
 pub mod views;
 pub mod warps;

@@ -1,4 +1,5 @@
 //! Plain CPU loops computing what the kernels compute, to check them against.
+use crate::kernels::stencils::Params3;
 use crate::kernels::{Grid2, Scalar};
 use core::ops::{Add, Mul};
 
@@ -20,6 +21,34 @@ pub fn stencil5(grid: Grid2, input: &[f32], output: &mut [f32]) {
                 grid.centre * input[i]
                     + side * (input[i - 1] + input[i + 1] + input[i - w] + input[i + w])
             };
+        }
+    }
+}
+
+/// `stencils::stencil7_tiles` as a plain loop: a 7-point sweep, border points copied.
+pub fn stencil7(grid: Params3, input: &[f32], output: &mut [f32]) {
+    let (nx, ny, nz) = (grid.nx as usize, grid.ny as usize, grid.nz as usize);
+    let side = (1.0 - grid.centre) / 6.0;
+    let plane = nx * ny;
+    for z in 0..nz {
+        for y in 0..ny {
+            for x in 0..nx {
+                let i = z * plane + y * nx + x;
+                let border =
+                    x == 0 || y == 0 || z == 0 || x + 1 == nx || y + 1 == ny || z + 1 == nz;
+                output[i] = if border {
+                    input[i]
+                } else {
+                    grid.centre * input[i]
+                        + side
+                            * (input[i - 1]
+                                + input[i + 1]
+                                + input[i - nx]
+                                + input[i + nx]
+                                + input[i - plane]
+                                + input[i + plane])
+                };
+            }
         }
     }
 }

@@ -56,7 +56,7 @@ pub struct Window3<'a, T> {
 
 /// `i / n` and `i % n`, in 32-bit arithmetic when `narrow` (`i` and `n` below 2^32).
 #[inline(always)]
-fn div_rem(i: usize, n: usize, narrow: bool) -> (usize, usize) {
+pub(crate) fn div_rem(i: usize, n: usize, narrow: bool) -> (usize, usize) {
     if narrow {
         let (i, n) = (i as u32, n as u32);
         ((i / n) as usize, (i % n) as usize)
@@ -88,6 +88,12 @@ impl<'a, T: Copy> Grid2<'a, T> {
     #[inline(always)]
     pub fn extent(&self) -> (usize, usize) {
         (self.nx, self.ny)
+    }
+
+    /// The grid's points, row-major (x fastest).
+    #[inline(always)]
+    pub fn as_slice(&self) -> &'a [T] {
+        self.data
     }
 
     /// `(x, y)` of the point at linear index `i` (`i` need not be in the grid).
@@ -180,6 +186,12 @@ impl<'a, T: Copy> Grid3<'a, T> {
     #[inline(always)]
     pub fn extent(&self) -> (usize, usize, usize) {
         (self.nx, self.ny, self.nz)
+    }
+
+    /// The grid's points, row-major (x fastest, then y).
+    #[inline(always)]
+    pub fn as_slice(&self) -> &'a [T] {
+        self.data
     }
 
     /// `(x, y, z)` of the point at linear index `i` (`i` need not be in the grid).

@@ -50,6 +50,7 @@ mod shared_atomic;
 mod shared_window;
 #[cfg(all(target_arch = "nvptx64", feature = "spirv"))]
 mod spirv;
+mod stencil;
 mod sync;
 mod thread_slice;
 mod warp;
@@ -76,6 +77,7 @@ pub use index::{
 pub use mine_with::MineWith;
 pub use scatter::{Scatter, ScatterIndex, Scattered};
 pub use shared::{dynamic_shared, SharedSlice, SHARED_ALIGN};
+pub use stencil::{GridOut2, GridOut3, Neighbours2, Neighbours3, MIN_STRIP_ROWS, STRIP_BYTES};
 pub use sync::sync_threads;
 pub use thread_slice::{MineIter, ThreadSlice};
 pub use warp::{

@@ -614,11 +614,22 @@ fn expand_host(
         .push(parse_quote! { OffloadStreamMode: ::offload::StreamMode });
     let (enqueue_generics, _, _) = enqueue_generics.split_for_impl();
     let param_names: Vec<String> = params.iter().map(|p| p.name.to_string()).collect();
-    let scatters = params
-        .iter()
-        .any(|p| matches!(p.ownership, Some((Ownership::Scatter(_), _))));
+    // What each thread of a default launch covers: a `#[grid]` output's threads each walk a
+    // strip of rows; a `#[scatter]` output's stores each wait for their index's load.
+    let ownership_of = |wanted: fn(&Ownership) -> bool| {
+        params
+            .iter()
+            .any(|p| p.ownership.as_ref().is_some_and(|(o, _)| wanted(o)))
+    };
+    let share = if ownership_of(|o| matches!(o, Ownership::Grid(_))) {
+        quote! { ::offload::__private::ThreadShare::Strip(::offload::STRIP_BYTES as u64) }
+    } else if ownership_of(|o| matches!(o, Ownership::Scatter(_))) {
+        quote! { ::offload::__private::ThreadShare::OneElement }
+    } else {
+        quote! { ::offload::__private::ThreadShare::Batched }
+    };
     let descriptor = if generic {
-        generic_descriptor(func, &param_names, scatters, instances, &images_expr)
+        generic_descriptor(func, &param_names, &share, instances, &images_expr)
     } else {
         quote! {
             /// The kernel's descriptor: its name, the device images holding it, its host entry
@@ -629,7 +640,7 @@ fn expand_host(
                 host_thread,
                 host_threads,
                 params: &[#(#param_names),*],
-                scatters: #scatters,
+                share: #share,
             };
         }
     };
@@ -743,7 +754,7 @@ fn expand_host(
 fn generic_descriptor(
     func: &ItemFn,
     param_names: &[String],
-    scatters: bool,
+    share: &TokenStream,
     instances: &[Instance],
     images: &TokenStream,
 ) -> TokenStream {
@@ -786,7 +797,7 @@ fn generic_descriptor(
                         host_thread: host_thread::<#args>,
                         host_threads: host_threads::<#args>,
                         params: &[#(#param_names),*],
-                        scatters: #scatters,
+                        share: #share,
                     };
                     &KERNEL
                 }

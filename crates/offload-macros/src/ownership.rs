@@ -4,10 +4,13 @@
 //! - `#[scatter(index)]`: `offload::Scattered<T, I>`, element `index[i]` owned by the thread that
 //!   owns position `i` of the `&[I]` parameter `index`. Race-free only if `index` holds no value
 //!   twice, which the launcher's caller vouches for: the launcher becomes `unsafe`;
-//! - `#[wide]`: `offload::WideSlice<T>`, updated 16 bytes per access, chunks owned grid-stride.
+//! - `#[wide]`: `offload::WideSlice<T>`, updated 16 bytes per access, chunks owned grid-stride;
+//! - `#[grid(nx, ny)]`, `#[grid(nx, ny, nz)]`: `offload::GridOut2<T>` / `GridOut3<T>`, the
+//!   points of a grid written by a stencil, column strips owned grid-stride.
 //!
 //! Block-tiled ownership is race-free only if every thread of the launch cuts the slice into the
-//! same tiles, so `len` is restricted to what is the same in every thread: integer literals,
+//! same tiles, and grid ownership only if every thread sees the same extents, so `len` and the
+//! extents are restricted to what is the same in every thread: integer literals,
 //! constants (const generics included), the kernel's by-value parameters and their fields, the
 //! `len()` of its slice parameters, combined with `+ - * / % << >> & | ^`, parentheses and `as`
 //! casts. Each leaf is converted `as usize` and the arithmetic is the built-in one on `usize`, so
@@ -18,7 +21,7 @@ use proc_macro2::{Span, TokenStream};
 use quote::{quote, quote_spanned};
 use syn::{BinOp, Error, Expr, Ident, Member, Result, Type};
 
-const WHAT_LEN_MAY_USE: &str = "the tile length must be the same in every thread: use integer \
+const WHAT_LEN_MAY_USE: &str = "tile lengths and grid extents must be the same in every thread: use integer \
      literals, constants, the kernel's by-value parameters (and their fields), `x.len()` of its slice \
      parameters, `+ - * / % << >> & | ^`, parentheses and `as` casts";
 
@@ -33,13 +36,15 @@ pub fn convert(
     if !matches!(p.passing, Passing::SliceMut) {
         return Err(Error::new(
             span,
-            "#[tile(..)], #[scatter(..)] and #[wide] apply to `&mut [T]` parameters (outputs)",
+            "#[tile(..)], #[scatter(..)], #[wide] and #[grid(..)] apply to `&mut [T]` parameters \
+             (outputs)",
         ));
     }
     match ownership {
         Ownership::Tile(len) => tiles(p, len, span, params),
         Ownership::Scatter(index) => scatter(p, index, span, params),
         Ownership::Wide => Ok(wide(p, span)),
+        Ownership::Grid(extents) => grid(p, extents, span, params),
     }
 }
 
@@ -102,6 +107,27 @@ fn tiles(p: &Param, len: &Expr, span: Span, params: &[Param]) -> Result<TokenStr
             // tiles; `tile_len` depends on nothing but launch-wide values, so every thread cuts
             // the same tiles.
             unsafe { ::offload::BlockTiles::from_thread_slice(#name, tile_len) }
+        };
+    })
+}
+
+fn grid(p: &Param, extents: &[Expr], span: Span, params: &[Param]) -> Result<TokenStream> {
+    let extents = extents
+        .iter()
+        .map(|e| uniform(e, params))
+        .collect::<Result<Vec<_>>>()?;
+    let view = match extents.len() {
+        2 => quote! { ::offload::GridOut2 },
+        _ => quote! { ::offload::GridOut3 },
+    };
+    let name = &p.name;
+    Ok(quote_spanned! {span=>
+        #[allow(unused_mut)]
+        let mut #name = {
+            // SAFETY: the parameter's own memory, consumed here so the body reaches it only as
+            // a grid's points; the extents depend on nothing but launch-wide values, so every
+            // thread shares the points out the same way.
+            unsafe { #view::from_thread_slice(#name, #(#extents),*) }
         };
     })
 }

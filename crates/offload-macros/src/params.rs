@@ -186,10 +186,12 @@ pub enum Ownership {
     Scatter(Ident),
     /// `#[wide]`.
     Wide,
+    /// `#[grid(nx, ny)]` or `#[grid(nx, ny, nz)]`: the extents.
+    Grid(Vec<Expr>),
 }
 
-/// The ownership attribute among `attrs` (`#[tile(..)]`, `#[scatter(..)]` or `#[wide]`), with
-/// its span.
+/// The ownership attribute among `attrs` (`#[tile(..)]`, `#[scatter(..)]`, `#[wide]` or
+/// `#[grid(..)]`), with its span.
 fn parse_ownership(attrs: &[Attribute]) -> Result<Option<(Ownership, Span)>> {
     let mut found = None;
     for attr in attrs {
@@ -200,13 +202,25 @@ fn parse_ownership(attrs: &[Attribute]) -> Result<Option<(Ownership, Span)>> {
         } else if attr.path().is_ident("wide") {
             attr.meta.require_path_only()?;
             Ownership::Wide
+        } else if attr.path().is_ident("grid") {
+            let extents = attr.parse_args_with(
+                syn::punctuated::Punctuated::<Expr, syn::Token![,]>::parse_terminated,
+            )?;
+            if !(2..=3).contains(&extents.len()) {
+                return Err(Error::new_spanned(
+                    attr,
+                    "#[grid(nx, ny)] or #[grid(nx, ny, nz)]: two or three extents",
+                ));
+            }
+            Ownership::Grid(extents.into_iter().collect())
         } else {
             continue;
         };
         if found.is_some() {
             return Err(Error::new_spanned(
                 attr,
-                "one ownership attribute per parameter (#[tile(..)], #[scatter(..)] or #[wide])",
+                "one ownership attribute per parameter (#[tile(..)], #[scatter(..)], #[wide] or \
+                 #[grid(..)])",
             ));
         }
         found = Some((ownership, attr.span()));

@@ -82,7 +82,7 @@ mod tests {
         host_thread: no_host_thread,
         host_threads: no_host_threads,
         params: &["n", "x", "y"],
-        scatters: false,
+        share: crate::kernel::ThreadShare::Batched,
     };
 
     /// `len` floats at `addr` on device 1.

@@ -22,9 +22,21 @@ pub struct Kernel {
     pub host_threads: HostThreads,
     /// Its parameters' names, in launch-argument order (for errors that name an argument).
     pub params: &'static [&'static str],
-    /// Whether it writes an output through an index (`#[scatter(index)]`): each such store
-    /// waits for its index's load, so a default launch gives its threads one element each.
-    pub scatters: bool,
+    /// How much of its longest output each thread of a default GPU launch covers.
+    pub share: ThreadShare,
+}
+
+/// How much of a kernel's longest output each thread of a default GPU launch covers (`Launch`;
+/// on the host CPU every thread gets one element).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ThreadShare {
+    /// `DEFAULT_ELEMENTS_PER_THREAD` elements, and at least `DEFAULT_BYTES_PER_THREAD` bytes.
+    Batched,
+    /// One element: a `#[scatter(index)]` output, each of whose stores waits for its index's load.
+    OneElement,
+    /// At least this many bytes: a `#[grid]` output's strip of rows
+    /// (`offload_kernel::STRIP_BYTES`).
+    Strip(u64),
 }
 
 impl Kernel {

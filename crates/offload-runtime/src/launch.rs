@@ -5,7 +5,7 @@
 
 use crate::backend::{BackendKind, EntryLimits, Limits, Shape};
 use crate::device::{resolve_device, Device};
-use crate::kernel::{ArgData, Kernel, KernelArg};
+use crate::kernel::{ArgData, Kernel, KernelArg, ThreadShare};
 use crate::loaded::Entry;
 use crate::prepared;
 use crate::report::{self, LaunchReport};
@@ -184,15 +184,16 @@ impl<'d> Launch<'d> {
     }
 }
 
-/// Elements per thread of a default GPU launch: `DEFAULT_ELEMENTS_PER_THREAD`, or enough for
-/// `DEFAULT_BYTES_PER_THREAD`; one for a kernel that scatters, whose threads would otherwise
-/// wait out one index load after another (H200, examples/parity: scatter f64 at 1.11x CUDA C's
-/// time with four elements per thread, 1.00x with one).
+/// Elements per thread of a default GPU launch, as the kernel's `ThreadShare` says. One for a
+/// kernel that scatters, whose threads would otherwise wait out one index load after another
+/// (H200, examples/parity: scatter f64 at 1.11x CUDA C's time with four elements per thread,
+/// 1.00x with one).
 fn per_thread(kernel: &Kernel, elem_size: u64) -> u64 {
-    if kernel.scatters {
-        1
-    } else {
-        DEFAULT_ELEMENTS_PER_THREAD.max(DEFAULT_BYTES_PER_THREAD / elem_size.max(1))
+    let batched = DEFAULT_ELEMENTS_PER_THREAD.max(DEFAULT_BYTES_PER_THREAD / elem_size.max(1));
+    match kernel.share {
+        ThreadShare::Batched => batched,
+        ThreadShare::OneElement => 1,
+        ThreadShare::Strip(bytes) => batched.max(bytes / elem_size.max(1)),
     }
 }
 
@@ -502,7 +503,7 @@ pub(crate) mod tests {
                 host_thread: host_build,
                 host_threads: host_threads_build,
                 params: &["value", "out"],
-                scatters: false,
+                share: ThreadShare::Batched,
             }
         }
         pub(crate) static FILL: Kernel = kernel("fill", &GOOD);
@@ -512,24 +513,30 @@ pub(crate) mod tests {
         static FILL_UNBUILT: Kernel = kernel("fill", &UNBUILT);
 
         static SCATTER: Kernel = Kernel {
-            scatters: true,
+            share: ThreadShare::OneElement,
+            ..kernel("fill", &GOOD)
+        };
+        static STRIPS: Kernel = Kernel {
+            share: ThreadShare::Strip(128),
             ..kernel("fill", &GOOD)
         };
 
         #[test]
-        fn a_kernel_that_scatters_gets_one_element_per_thread_by_default() {
+        fn a_kernel_scattering_or_walking_strips_gets_its_share_of_a_default_grid() {
             let (_gpu, device) = mock();
             let limits = device.limits();
-            let mut out = vec![0f64; 1 << 16];
+            let mut out = vec![0f64; 1 << 20];
             let args = [KernelArg::slice_mut(&mut out)];
             let blocks = |kernel| {
-                let shape =
-                    Launch::on(&device).resolve(kernel, &device, &limits, default_items(&args));
+                let items = default_items(&args);
+                let shape = Launch::on(&device).resolve(kernel, &device, &limits, items);
                 shape.unwrap().grid.x
             };
-            // The mock's 4 multiprocessors hold 32 blocks of 256: far fewer than either grid.
-            assert_eq!(blocks(&FILL), (1 << 16) / (256 * 4));
-            assert_eq!(blocks(&SCATTER), (1 << 16) / 256);
+            // The mock's 4 multiprocessors hold 32 blocks of 256: far fewer than any grid here.
+            assert_eq!(blocks(&FILL), (1 << 20) / (256 * 4));
+            assert_eq!(blocks(&SCATTER), (1 << 20) / 256);
+            // Strips of 128 bytes: 16 f64 per thread.
+            assert_eq!(blocks(&STRIPS), (1 << 20) / (256 * 16));
         }
 
         pub(crate) fn mock() -> (Arc<MockGpu>, Device) {

@@ -490,7 +490,7 @@ mod tests {
         host_thread: no_host_thread,
         host_threads: no_host_threads,
         params: &["a", "x", "y"],
-        scatters: false,
+        share: crate::kernel::ThreadShare::Batched,
     };
 
     fn mock(capacity: usize) -> (Arc<MockGpu>, Device) {

@@ -117,8 +117,8 @@ pub mod prelude {
     pub use offload_kernel::{
         block_dim, block_idx, dynamic_shared, fence_block, fence_device, fence_system, global_id,
         global_threads, grid_dim, grid_stride, sync_threads, thread_idx, Atomic, BlockTiles,
-        DeviceCopy, Dim3, Grid2, Grid3, Scattered, SharedSlice, ThreadSlice, Tile, WideElement,
-        WideSlice, Window2, Window3,
+        DeviceCopy, Dim3, Grid2, Grid3, GridOut2, GridOut3, Neighbours2, Neighbours3, Scattered,
+        SharedSlice, ThreadSlice, Tile, WideElement, WideSlice, Window2, Window3,
     };
     pub use offload_kernel::{commit_async_copies, copy_async_chunk, wait_async_copies};
     pub use offload_kernel::{math, mma};
@@ -143,7 +143,7 @@ macro_rules! embed_images {
 pub mod __private {
     pub use offload_kernel::host_context::{run_threads, ThreadRange};
     pub use offload_runtime::backend::PackedArgs;
-    pub use offload_runtime::kernel::{Kernel, KernelArg};
+    pub use offload_runtime::kernel::{Kernel, KernelArg, ThreadShare};
     pub use offload_runtime::launch::launch;
     pub use offload_runtime::ordering::set_tracking;
     pub use offload_runtime::stream::enqueue;
