@@ -590,6 +590,7 @@ mod tests {
     use crate::output_backup::OutputBackups;
     use offload_kernel::ThreadSlice;
     use std::env::VarError;
+    use std::sync::atomic::{AtomicPtr, AtomicUsize};
 
     /// Loads a host build with a range entry on a fresh host device and launches it.
     fn launch_ranges(threads: HostThreads, grid: Dim3, block: Dim3) -> Result<()> {
@@ -657,8 +658,9 @@ mod tests {
         }
     }
 
-    /// The output of `ranges_over_output`'s kernels: address and length.
-    static OUTPUT: Mutex<(usize, usize)> = Mutex::new((0, 0));
+    /// The output of `ranges_over_output`'s kernels, and its length.
+    static OUTPUT: AtomicPtr<u32> = AtomicPtr::new(std::ptr::null_mut());
+    static OUTPUT_LEN: AtomicUsize = AtomicUsize::new(0);
 
     /// Launches `threads` over a fresh output of 2 elements per thread (as `launch` from the
     /// layer above: restartable, the output in `OutputBackups`); the result and the output.
@@ -666,7 +668,8 @@ mod tests {
         let (grid, block) = (Dim3::new(40, 1, 1), Dim3::new(256, 1, 1));
         let mut out: Vec<u32> = (0..2 * 40 * 256).collect();
         let before = out.clone();
-        *OUTPUT.lock().unwrap() = (out.as_mut_ptr() as usize, out.len());
+        OUTPUT.store(out.as_mut_ptr(), Ordering::Relaxed);
+        OUTPUT_LEN.store(out.len(), Ordering::Relaxed);
         let host = HostBackend::new();
         unsafe fn one_thread(_: &PackedArgs) {}
         let image = host
@@ -699,10 +702,13 @@ mod tests {
     /// Each thread's elements set to 7 (`iter_mine`, or `at` with `unnamed`), thread 5000
     /// panicking after its writes when `fail`.
     fn fill(range: ThreadRange, unnamed: bool, fail: bool) {
-        let (ptr, len) = *OUTPUT.lock().unwrap();
+        let (ptr, len) = (
+            OUTPUT.load(Ordering::Relaxed),
+            OUTPUT_LEN.load(Ordering::Relaxed),
+        );
         offload_kernel::host_context::run_threads(range, true, || {
             // SAFETY: the output of `ranges_over_output`, borrowed for the launch.
-            let mut out = unsafe { ThreadSlice::from_raw_parts(ptr as *mut u32, len) };
+            let mut out = unsafe { ThreadSlice::from_raw_parts(ptr, len) };
             let mine: Vec<usize> = out
                 .iter_mine()
                 .map(|(i, e)| {
