@@ -44,7 +44,8 @@ use std::time::{Duration, Instant};
 /// Threads of a kernel without the block model per task on rayon's pool: enough that a task's
 /// cost is its threads', few enough that the workers share the grid evenly and that a task's
 /// elements of a few arrays stay in the core's cache between the loops of one kernel body.
-const THREADS_PER_TASK: u64 = 1 << 12;
+/// (Few under Miri, so that its tests still run several tasks of a small grid.)
+const THREADS_PER_TASK: u64 = if cfg!(miri) { 1 << 6 } else { 1 << 12 };
 
 /// Alignment of `alloc`'s memory, as CUDA's.
 const ALLOC_ALIGN: usize = 256;
@@ -665,8 +666,12 @@ mod tests {
     /// Launches `threads` over a fresh output of 2 elements per thread (as `launch` from the
     /// layer above: restartable, the output in `OutputBackups`); the result and the output.
     fn ranges_over_output(threads: HostThreads) -> (Result<()>, Vec<u32>, Vec<u32>) {
-        let (grid, block) = (Dim3::new(40, 1, 1), Dim3::new(256, 1, 1));
-        let mut out: Vec<u32> = (0..2 * 40 * 256).collect();
+        // Ten tasks.
+        let (grid, block) = (
+            Dim3::new(10, 1, 1),
+            Dim3::new(THREADS_PER_TASK as u32, 1, 1),
+        );
+        let mut out: Vec<u32> = (0..2 * 10 * THREADS_PER_TASK as u32).collect();
         let before = out.clone();
         OUTPUT.store(out.as_mut_ptr(), Ordering::Relaxed);
         OUTPUT_LEN.store(out.len(), Ordering::Relaxed);
@@ -699,8 +704,8 @@ mod tests {
         (ran, out, before)
     }
 
-    /// Each thread's elements set to 7 (`iter_mine`, or `at` with `unnamed`), thread 5000
-    /// panicking after its writes when `fail`.
+    /// Each thread's elements set to 7 (`iter_mine`, or `at` with `unnamed`), the owner of
+    /// the element past the middle panicking after its writes when `fail`.
     fn fill(range: ThreadRange, unnamed: bool, fail: bool) {
         let (ptr, len) = (
             OUTPUT.load(Ordering::Relaxed),
@@ -720,8 +725,8 @@ mod tests {
                 // SAFETY: this thread's own elements.
                 mine.iter().for_each(|&i| *unsafe { out.at(i) } = 7);
             }
-            if fail && mine.contains(&5000) {
-                panic!("element 5000");
+            if fail && mine.contains(&(len / 2 + 1)) {
+                panic!("the element past the middle");
             }
         });
     }
@@ -739,7 +744,9 @@ mod tests {
         for threads in [named as HostThreads, unnamed] {
             let (ran, out, before) = ranges_over_output(threads);
             match ran {
-                Err(Error::Driver { message, .. }) => assert_eq!(message, "panicked: element 5000"),
+                Err(Error::Driver { message, .. }) => {
+                    assert_eq!(message, "panicked: the element past the middle")
+                }
                 other => panic!("expected a driver error, got {other:?}"),
             }
             assert!(out == before, "the output as it was");
