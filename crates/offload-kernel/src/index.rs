@@ -391,6 +391,10 @@ mod arch {
             grid_dim: grid,
             warp_size,
         });
+        if crate::output_saving::saving() && !may_run_as_one {
+            // Atomics and raw output pointers name no elements before writing them.
+            crate::output_saving::needs_whole_backup();
+        }
         if as_one && may_run_as_one {
             let whole = Current {
                 ids_end: end as usize,
@@ -470,6 +474,7 @@ pub mod host_context {
     pub use super::arch::{
         run_threads, warp_size, with_thread, NeedsThreadIds, ThreadContext, ThreadRange,
     };
+    pub use crate::output_saving::{with_output_saving, NeedsWholeBackup};
 }
 
 /// This thread's position in its block (`threadIdx`).
@@ -575,6 +580,28 @@ impl GridStride {
             run_end,
             stop: run_end.min(len),
             gap: stride - (end - first),
+        }
+    }
+}
+
+#[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
+impl GridStride {
+    /// The runs of consecutive indices that [`next`](Iterator::next) will yield, in order, as
+    /// `f(start, end)`.
+    #[inline(always)]
+    pub(crate) fn for_each_run(&self, mut f: impl FnMut(usize, usize)) {
+        if self.next < self.stop {
+            f(self.next, self.stop);
+        }
+        let mut run_end = self.run_end;
+        while run_end < self.len {
+            let start = run_end + self.gap;
+            run_end += self.stride;
+            let stop = run_end.min(self.len);
+            if start >= stop {
+                return;
+            }
+            f(start, stop);
         }
     }
 }

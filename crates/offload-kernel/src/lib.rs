@@ -41,6 +41,7 @@ pub mod math;
 mod mine_with;
 pub mod mma;
 pub mod nd;
+mod output_saving;
 #[doc(hidden)]
 pub mod panic_record;
 mod scatter;

@@ -305,15 +305,18 @@ impl<'s, T> Iterator for MineIter3<'s, T> {
 mod host_iter {
     use super::ArrayViewMut;
     use crate::index::GridStride;
+    use crate::output_saving::before_writing;
     use core::marker::PhantomData;
 
     impl<'a, T> ArrayViewMut<'a, T, 2> {
         /// `(row, col, &mut element)` for the elements this thread owns (see the module docs).
         #[inline(always)]
         pub fn iter_mine(&mut self) -> MineIter2<'_, T> {
+            let (ptr, indices) = (self.out.raw_ptr(), self.out.mine_indices());
+            before_writing(ptr, &indices);
             MineIter2 {
-                ptr: self.out.as_mut_ptr(),
-                indices: self.out.mine_indices(),
+                ptr,
+                indices,
                 expect: usize::MAX,
                 at: [0, 0],
                 cols: self.dim[1],
@@ -327,9 +330,11 @@ mod host_iter {
         #[inline(always)]
         pub fn iter_mine(&mut self) -> MineIter3<'_, T> {
             let [_, d1, d2] = self.dim;
+            let (ptr, indices) = (self.out.raw_ptr(), self.out.mine_indices());
+            before_writing(ptr, &indices);
             MineIter3 {
-                ptr: self.out.as_mut_ptr(),
-                indices: self.out.mine_indices(),
+                ptr,
+                indices,
                 expect: usize::MAX,
                 at: [0; 3],
                 extents: [d1, d2],

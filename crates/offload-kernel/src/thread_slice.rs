@@ -19,6 +19,7 @@
 //! parameter of their own: `#[wide]`, a [`WideSlice`](crate::WideSlice) in the body.)
 
 use crate::index::{global_id, global_threads, GridStride};
+use crate::output_saving::{before_writing, unnamed_access};
 use core::marker::PhantomData;
 use core::ops::{Bound, RangeBounds};
 
@@ -70,9 +71,11 @@ impl<'a, T> ThreadSlice<'a, T> {
     /// element), and the elements are those this thread owns in the whole parameter.
     #[inline(always)]
     pub fn iter_mine(&mut self) -> MineIter<'_, T> {
+        let indices = self.mine_indices();
+        before_writing(self.ptr, &indices);
         MineIter {
             ptr: self.ptr,
-            indices: self.mine_indices(),
+            indices,
             _borrow: PhantomData,
         }
     }
@@ -156,9 +159,19 @@ impl<'a, T> ThreadSlice<'a, T> {
         (view(0, mid), view(mid, self.len - mid))
     }
 
-    /// Raw pointer to element 0, for kernels that manage ownership themselves.
+    /// Raw pointer to element 0, for kernels that manage ownership themselves. (On the host
+    /// backend, a kernel that takes it has its outputs copied whole before its launches, as
+    /// one that calls [`at`](Self::at): their writes cannot be saved as they come.)
     #[inline(always)]
     pub fn as_mut_ptr(&mut self) -> *mut T {
+        unnamed_access();
+        self.ptr
+    }
+
+    /// Element 0, for this crate's ownership loops, which name the elements they write
+    /// (`output_saving`) before writing them.
+    #[inline(always)]
+    pub(crate) fn raw_ptr(&self) -> *mut T {
         self.ptr
     }
 
@@ -170,6 +183,7 @@ impl<'a, T> ThreadSlice<'a, T> {
     #[inline(always)]
     #[track_caller]
     pub unsafe fn at(&mut self, i: usize) -> &mut T {
+        unnamed_access();
         assert!(i < self.len, "index out of bounds");
         &mut *self.ptr.add(i)
     }

@@ -15,6 +15,7 @@
 //! the body sees the output as a [`WideSlice`], which has no other way in.
 
 use crate::index::{ids_run, GridStride};
+use crate::output_saving::before_writing_mapped;
 use crate::thread_slice::ThreadSlice;
 use core::marker::PhantomData;
 use core::mem::{align_of, size_of};
@@ -140,9 +141,9 @@ impl<'a, T> WideSlice<'a, T> {
     /// memory through this `WideSlice` only.
     #[doc(hidden)]
     #[inline(always)]
-    pub unsafe fn from_thread_slice(mut slice: ThreadSlice<'a, T>) -> Self {
+    pub unsafe fn from_thread_slice(slice: ThreadSlice<'a, T>) -> Self {
         // SAFETY: the slice's memory, valid for 'a; the caller vouches for the rest.
-        unsafe { Self::from_raw_parts(slice.as_mut_ptr(), slice.len()) }
+        unsafe { Self::from_raw_parts(slice.raw_ptr(), slice.len()) }
     }
 
     /// Length of the whole slice (all threads' elements).
@@ -191,7 +192,21 @@ impl<'a, T: WideElement> WideSlice<'a, T> {
             size_of::<T>(),
         );
         let lanes = WIDE_BYTES / size_of::<T>();
-        for c in GridStride::mine(cut.chunks, 0) {
+        let (chunks, ends) = (GridStride::mine(cut.chunks, 0), cut.head + cut.tail);
+        let end_indices = GridStride::mine(ends, 0);
+        before_writing_mapped(out, &chunks, |a, b, save| {
+            save(cut.head + a * lanes, cut.head + b * lanes)
+        });
+        // End number j is element j in the head, element `paired - ends + j` in the tail.
+        before_writing_mapped(out, &end_indices, |a, b, save| {
+            if a < cut.head {
+                save(a, b.min(cut.head));
+            }
+            if b > cut.head {
+                save(paired - ends + a.max(cut.head), paired - ends + b);
+            }
+        });
+        for c in chunks {
             let at = cut.head + c * lanes;
             // SAFETY: elements at..at+lanes lie within both slices (at + lanes <= head + chunks *
             // lanes <= paired); `at` is 16-byte aligned in the output (head reaches the first
@@ -211,8 +226,7 @@ impl<'a, T: WideElement> WideSlice<'a, T> {
         }
         // The head and tail, numbered one after the other and shared out grid-stride too: a
         // launch of fewer threads than end elements must still reach all of them.
-        let ends = cut.head + cut.tail;
-        for j in GridStride::mine(ends, 0) {
+        for j in end_indices {
             let i = if j < cut.head { j } else { paired - ends + j };
             // SAFETY: i < paired, within both slices; end element j (hence i) is this thread's
             // alone and no chunk contains it.

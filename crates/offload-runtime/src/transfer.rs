@@ -6,12 +6,13 @@
 //! as they were, and every device copy made for the launch is released on every exit path.
 //!
 //! On a device whose memory is the host's (the host CPU) host data is used in place: inputs pass
-//! as they are, and so do outputs moved both ways (the default), with a backup that restores the
-//! caller's data if the kernel fails, as on a GPU (`output_backup`); outputs moved one way only
+//! as they are, and so do outputs moved both ways (the default), with a backup (saved by the
+//! plugin, whole or as the kernel reaches them) that restores the caller's data if the kernel
+//! fails, as on a GPU (`output_backup`); outputs moved one way only
 //! get a copy, written back (`from`) once the kernel succeeded. Nothing is traced there: nothing
 //! moves.
 
-use crate::backend::{Backend, DevicePtr, PackedArgs, Shape};
+use crate::backend::{Backend, DevicePtr, PackedArgs, SavedOutputs, Shape};
 use crate::bounce::Bounce;
 use crate::device::{check_resident, Device};
 use crate::kernel::{claim_uses, ArgData, KernelArg, OutKind};
@@ -289,7 +290,7 @@ pub(crate) fn launch(
         } if host_memory => {
             // SAFETY: a `&mut` host slice borrowed for the launch, which `backups` does not
             // outlive; only the kernel writes it meanwhile.
-            unsafe { backups.save(ptr, bytes) };
+            unsafe { backups.add(ptr, bytes) };
             Ok(DevicePtr(ptr as usize as u64))
         }
         HostData::Output { ptr, bytes, kind } => {
@@ -326,12 +327,13 @@ pub(crate) fn launch(
     let begin = timed.then(|| backend.record_event().ok()).flatten();
     // SAFETY: `params` were packed from the arguments of this kernel's launcher, and the device
     // copies they name live until `buffers` is dropped, after the queue drained. The kernel may
-    // run again only when every output is one that `backups` saved and puts back.
+    // run again only when every output is one that `backups` saves and puts back.
     unsafe {
         if outputs_copied {
+            backups.save_all();
             backend.launch(entry.handle, shape, &params)
         } else {
-            backend.launch_restartable(entry.handle, shape, &params, &mut || backups.restore())
+            backend.launch_restartable(entry.handle, shape, &params, &backups)
         }
     }
     .map_err(failed)?;

@@ -8,8 +8,11 @@
 //! (grid-stride views give consecutive threads consecutive elements, so each worker walks
 //! contiguous memory). Where the launch can put its outputs back (`launch_restartable`), each
 //! range runs as one call of the kernel's body, whose ownership loops then walk the range's
-//! elements as one loop; a kernel that turns out to read per-thread ids has its outputs put back
-//! and runs again one thread per call, as its later launches do. A panicking thread makes the
+//! elements as one loop, and name the runs of output elements they are about to write: the task
+//! saves those first, in cache, instead of a copy of the whole outputs before the launch. A
+//! kernel that turns out to read per-thread ids, or to reach an output without naming its
+//! elements (raw pointers, `at`), has its outputs put back and runs again, one thread per call
+//! or after a copy of the whole outputs, as its later launches do. A panicking thread makes the
 //! launch fail with the panic's message. Warps have 32 lanes, or 64 (AMD's CDNA wavefronts) under
 //! `OFFLOAD_HOST_WARP_SIZE=64`, read at each launch, so warp code is tested at both widths without
 //! an AMD GPU.
@@ -18,17 +21,21 @@ pub mod scheduler;
 
 use crate::backend::code::{Code, EntryHandle, HostThread, HostThreads, ImageHandle};
 use crate::backend::interface::{
-    Backend, BackendKind, DevicePtr, MemoryInfo, NativeQueue, Platform, QueueEvent,
+    Backend, BackendKind, DevicePtr, MemoryInfo, NativeQueue, Platform, QueueEvent, SavedOutputs,
 };
 use crate::backend::limits::{EntryLimits, Limits, Shape};
 use crate::backend::packed::PackedArgs;
 use crate::{Error, Result};
-use offload_kernel::host_context::{NeedsThreadIds, ThreadRange};
+use offload_kernel::host_context::{
+    with_output_saving, NeedsThreadIds, NeedsWholeBackup, ThreadRange,
+};
 use offload_kernel::Dim3;
 use rayon::prelude::*;
 use std::alloc::{alloc, dealloc, Layout};
 use std::any::Any;
+use std::cell::RefCell;
 use std::collections::HashMap;
+use std::ops::Range;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
@@ -37,7 +44,8 @@ use std::time::{Duration, Instant};
 /// Threads of a kernel without the block model per task on rayon's pool: enough that a task's
 /// cost is its threads', few enough that the workers share the grid evenly and that a task's
 /// elements of a few arrays stay in the core's cache between the loops of one kernel body.
-const THREADS_PER_TASK: u64 = 1 << 12;
+/// (Few under Miri, so that its tests still run several tasks of a small grid.)
+const THREADS_PER_TASK: u64 = if cfg!(miri) { 1 << 6 } else { 1 << 12 };
 
 /// Alignment of `alloc`'s memory, as CUDA's.
 const ALLOC_ALIGN: usize = 256;
@@ -59,6 +67,9 @@ struct HostEntry {
     /// Set once a launch found that the kernel reads per-thread ids, so that a range of its
     /// threads cannot run as one call (`NeedsThreadIds`): later launches run one per call.
     reads_thread_ids: Arc<AtomicBool>,
+    /// Set once a launch found that the kernel reaches an output without naming the elements
+    /// it writes (`NeedsWholeBackup`): later launches save the outputs whole first.
+    reaches_outputs_unnamed: Arc<AtomicBool>,
 }
 
 /// The host device, or one queue of it: all queues share the device.
@@ -158,10 +169,23 @@ impl HostBackend {
     }
 }
 
+/// How a launch runs the threads of a kernel with a range build (see `HostBackend::run`).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Way {
+    /// One thread per call.
+    OnePerCall,
+    /// Each task's range of threads as one call.
+    Ranges,
+    /// As `Ranges`, each task saving the output elements its ownership loops name before they
+    /// are written.
+    RangesSavingRuns,
+}
+
 impl HostBackend {
-    /// Runs a launch to its end. With `restore_outputs`, ranges of threads of a kernel that never
-    /// waits may run as one call each, the launch running again one thread per call (after
-    /// `restore_outputs`) if the kernel reads per-thread ids.
+    /// Runs a launch to its end. With `outputs`, ranges of threads of a kernel that never waits
+    /// may run as one call each, saving the output elements each range is about to write, in
+    /// its task; the launch runs again another way (after `outputs` put back what was saved)
+    /// if the kernel reads per-thread ids, or reaches an output without naming its elements.
     ///
     /// # Safety
     /// As [`Backend::launch`].
@@ -170,7 +194,7 @@ impl HostBackend {
         entry: EntryHandle,
         shape: Shape,
         args: &PackedArgs,
-        restore_outputs: Option<&mut dyn FnMut()>,
+        outputs: Option<&dyn SavedOutputs>,
     ) -> Result<()> {
         self.check_live()?;
         let entry = self.entry(entry.0)?;
@@ -184,7 +208,7 @@ impl HostBackend {
             block,
             dynamic_shared,
         } = shape;
-        let run = |as_one: bool| match entry.threads {
+        let run = |way: Way| match entry.threads {
             Some(threads) => {
                 let total = grid.count() * block.count();
                 let task = |t: u64| {
@@ -195,12 +219,16 @@ impl HostBackend {
                         first,
                         end: (first + THREADS_PER_TASK).min(total),
                         warp_size,
-                        as_one,
+                        as_one: way != Way::OnePerCall,
                     };
                     // SAFETY: `args` are this entry's packed parameters (the trait contract),
                     // `range` lies in the grid, and the entry's threads never wait for one
                     // another (how the layer above chose this build).
-                    unsafe { threads(args, range) }
+                    let call = || unsafe { threads(args, range) };
+                    match (way, outputs) {
+                        (Way::RangesSavingRuns, Some(outputs)) => saving_runs(outputs, call),
+                        _ => call(),
+                    }
                 };
                 (0..total.div_ceil(THREADS_PER_TASK))
                     .into_par_iter()
@@ -223,15 +251,43 @@ impl HostBackend {
                 (0..grid.count()).into_par_iter().for_each(run_block)
             }
         };
-        let as_one = restore_outputs.is_some() && !entry.reads_thread_ids.load(Ordering::Relaxed);
-        let mut ran = catch_unwind(AssertUnwindSafe(|| run(as_one)));
-        if let (Err(payload), Some(restore)) = (&ran, restore_outputs) {
-            if payload.is::<NeedsThreadIds>() {
-                entry.reads_thread_ids.store(true, Ordering::Relaxed);
-                restore();
-                ran = catch_unwind(AssertUnwindSafe(|| run(false)));
+        let attempt = |way: Way| catch_unwind(AssertUnwindSafe(|| run(way)));
+        let Some(outputs) = outputs else {
+            return self.finished(attempt(Way::OnePerCall));
+        };
+        let ranges = entry.threads.is_some();
+        if ranges
+            && !entry.reads_thread_ids.load(Ordering::Relaxed)
+            && !entry.reaches_outputs_unnamed.load(Ordering::Relaxed)
+        {
+            let ran = attempt(Way::RangesSavingRuns);
+            match &ran {
+                Err(payload) if payload.is::<NeedsWholeBackup>() => {
+                    entry.reaches_outputs_unnamed.store(true, Ordering::Relaxed)
+                }
+                Err(payload) if payload.is::<NeedsThreadIds>() => {
+                    entry.reads_thread_ids.store(true, Ordering::Relaxed)
+                }
+                _ => return self.finished(ran),
             }
+            outputs.restore();
         }
+        outputs.save_all();
+        let as_one = ranges && !entry.reads_thread_ids.load(Ordering::Relaxed);
+        if !as_one {
+            return self.finished(attempt(Way::OnePerCall));
+        }
+        let mut ran = attempt(Way::Ranges);
+        if matches!(&ran, Err(payload) if payload.is::<NeedsThreadIds>()) {
+            entry.reads_thread_ids.store(true, Ordering::Relaxed);
+            outputs.restore();
+            ran = attempt(Way::OnePerCall);
+        }
+        self.finished(ran)
+    }
+
+    /// The launch's outcome: a panic of the kernel is a failed launch with its message.
+    fn finished(&self, ran: std::thread::Result<()>) -> Result<()> {
         ran.map_err(|payload| {
             let message = payload
                 .downcast_ref::<&str>()
@@ -241,6 +297,36 @@ impl HostBackend {
             self.driver_error("running the kernel", format!("panicked: {message}"))
         })
     }
+}
+
+/// Runs `call` (a task's range of threads as one call), saving through `outputs` each run of
+/// output bytes that its ownership loops name before writing it, once per task (a kernel may
+/// loop over one output twice).
+fn saving_runs(outputs: &dyn SavedOutputs, call: impl FnOnce()) {
+    let saved = RefCell::new(Vec::<Range<usize>>::new());
+    let save = |address: *const u8, bytes: usize| {
+        let mut saved = saved.borrow_mut();
+        for part in unsaved(&saved, address as usize..address as usize + bytes) {
+            // SAFETY: ownership loops name the elements of their own threads only, which no
+            // other task reaches, before writing them; this task has not saved this part.
+            unsafe { outputs.save(part.start, part.len()) };
+            saved.push(part);
+        }
+    };
+    with_output_saving(&save, call)
+}
+
+/// The parts of `range` that no range of `saved` covers.
+fn unsaved(saved: &[Range<usize>], range: Range<usize>) -> Vec<Range<usize>> {
+    let mut parts = vec![range];
+    for s in saved {
+        parts = parts
+            .into_iter()
+            .flat_map(|p| [p.start..p.end.min(s.start), p.start.max(s.end)..p.end])
+            .filter(|p| !p.is_empty())
+            .collect();
+    }
+    parts
 }
 
 /// The variable that sets the lanes per warp of host launches.
@@ -392,6 +478,7 @@ impl Backend for HostBackend {
             thread,
             threads,
             reads_thread_ids: Arc::new(AtomicBool::new(false)),
+            reaches_outputs_unnamed: Arc::new(AtomicBool::new(false)),
         });
         Ok(ImageHandle(entries.len() as u64 - 1))
     }
@@ -426,17 +513,17 @@ impl Backend for HostBackend {
     }
 
     /// A kernel whose threads never wait for one another runs each task's range of threads as
-    /// one call when it can (see `run_threads`); if it turns out to read per-thread ids, the
-    /// outputs go back and it runs again one thread per call.
+    /// one call when it can, saving in each task the output elements it is about to write (see
+    /// `run`); otherwise the outputs are saved whole first.
     unsafe fn launch_restartable(
         &self,
         entry: EntryHandle,
         shape: Shape,
         args: &PackedArgs,
-        restore_outputs: &mut dyn FnMut(),
+        outputs: &dyn SavedOutputs,
     ) -> Result<()> {
         // SAFETY: the caller keeps the contract.
-        unsafe { self.run(entry, shape, args, Some(restore_outputs)) }
+        unsafe { self.run(entry, shape, args, Some(outputs)) }
     }
 
     /// Launches and copies are complete when their calls return.
@@ -501,7 +588,10 @@ impl QueueEvent for HostEvent {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::output_backup::OutputBackups;
+    use offload_kernel::ThreadSlice;
     use std::env::VarError;
+    use std::sync::atomic::{AtomicPtr, AtomicUsize};
 
     /// Loads a host build with a range entry on a fresh host device and launches it.
     fn launch_ranges(threads: HostThreads, grid: Dim3, block: Dim3) -> Result<()> {
@@ -567,6 +657,106 @@ mod tests {
             }
             other => panic!("expected a driver error, got {other:?}"),
         }
+    }
+
+    /// The output of `ranges_over_output`'s kernels, and its length.
+    static OUTPUT: AtomicPtr<u32> = AtomicPtr::new(std::ptr::null_mut());
+    static OUTPUT_LEN: AtomicUsize = AtomicUsize::new(0);
+
+    /// Launches `threads` over a fresh output of 2 elements per thread (as `launch` from the
+    /// layer above: restartable, the output in `OutputBackups`); the result and the output.
+    fn ranges_over_output(threads: HostThreads) -> (Result<()>, Vec<u32>, Vec<u32>) {
+        // Ten tasks.
+        let (grid, block) = (
+            Dim3::new(10, 1, 1),
+            Dim3::new(THREADS_PER_TASK as u32, 1, 1),
+        );
+        let mut out: Vec<u32> = (0..2 * 10 * THREADS_PER_TASK as u32).collect();
+        let before = out.clone();
+        OUTPUT.store(out.as_mut_ptr(), Ordering::Relaxed);
+        OUTPUT_LEN.store(out.len(), Ordering::Relaxed);
+        let host = HostBackend::new();
+        unsafe fn one_thread(_: &PackedArgs) {}
+        let image = host
+            .load_image(&Code::Host {
+                name: "ranges",
+                thread: one_thread,
+                threads: Some(threads),
+            })
+            .unwrap();
+        let entry = host.find_entry(image, "ranges").unwrap();
+        let shape = Shape {
+            grid,
+            block,
+            dynamic_shared: 0,
+        };
+        let mut backups = OutputBackups::default();
+        // SAFETY: `out` is reached through its address alone until `backups` is dropped.
+        unsafe { backups.add(out.as_mut_ptr() as *mut u8, out.len() * 4) };
+        // SAFETY: the builds read no parameters; the output lives through the launch.
+        let ran =
+            unsafe { host.launch_restartable(entry, shape, &PackedArgs::default(), &backups) };
+        if ran.is_ok() {
+            backups.keep_results();
+        } else {
+            drop(backups);
+        }
+        (ran, out, before)
+    }
+
+    /// Each thread's elements set to 7 (`iter_mine`, or `at` with `unnamed`), the owner of
+    /// the element past the middle panicking after its writes when `fail`.
+    fn fill(range: ThreadRange, unnamed: bool, fail: bool) {
+        let (ptr, len) = (
+            OUTPUT.load(Ordering::Relaxed),
+            OUTPUT_LEN.load(Ordering::Relaxed),
+        );
+        offload_kernel::host_context::run_threads(range, true, || {
+            // SAFETY: the output of `ranges_over_output`, borrowed for the launch.
+            let mut out = unsafe { ThreadSlice::from_raw_parts(ptr, len) };
+            let mine: Vec<usize> = out
+                .iter_mine()
+                .map(|(i, e)| {
+                    *e = 7;
+                    i
+                })
+                .collect();
+            if unnamed {
+                // SAFETY: this thread's own elements.
+                mine.iter().for_each(|&i| *unsafe { out.at(i) } = 7);
+            }
+            if fail && mine.contains(&(len / 2 + 1)) {
+                panic!("the element past the middle");
+            }
+        });
+    }
+
+    /// A failed launch puts back exactly what its tasks saved, also after a task reached the
+    /// output unnamed (`at`) and the launch started over with a whole backup.
+    #[test]
+    fn failed_range_launches_leave_the_output_as_it_was() {
+        unsafe fn named(_: &PackedArgs, range: ThreadRange) {
+            fill(range, false, true);
+        }
+        unsafe fn unnamed(_: &PackedArgs, range: ThreadRange) {
+            fill(range, true, true);
+        }
+        for threads in [named as HostThreads, unnamed] {
+            let (ran, out, before) = ranges_over_output(threads);
+            match ran {
+                Err(Error::Driver { message, .. }) => {
+                    assert_eq!(message, "panicked: the element past the middle")
+                }
+                other => panic!("expected a driver error, got {other:?}"),
+            }
+            assert!(out == before, "the output as it was");
+        }
+        unsafe fn succeeds(_: &PackedArgs, range: ThreadRange) {
+            fill(range, true, false);
+        }
+        let (ran, out, _) = ranges_over_output(succeeds);
+        ran.unwrap();
+        assert!(out.iter().all(|&e| e == 7));
     }
 
     #[test]

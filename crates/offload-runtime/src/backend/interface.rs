@@ -94,6 +94,24 @@ unsafe impl Send for NativeQueue {}
 // SAFETY: as for `Send`: nothing is reached through a shared `NativeQueue`.
 unsafe impl Sync for NativeQueue {}
 
+/// The outputs of a launch whose kernel writes them in place (host memory): what is saved of
+/// them before the kernel writes it is put back if the launch fails.
+pub trait SavedOutputs: Sync {
+    /// Save every output whole (replacing what was saved).
+    fn save_all(&self);
+
+    /// Save the bytes `address..address + bytes` of an output; bytes outside every output are
+    /// not saved (they are not the launch's outputs). Tasks may save disjoint ranges at once.
+    ///
+    /// # Safety
+    /// The range was not saved before and is not being written, and nothing saves or writes it
+    /// during this call.
+    unsafe fn save(&self, address: usize, bytes: usize);
+
+    /// Put back every saved byte. The kernel is not running.
+    fn restore(&self);
+}
+
 /// One device of a plugin, or one queue of it ([`Backend::new_queue`]). Operations are ordered on
 /// the queue; `synchronize` waits for them. Every operation of a released device
 /// ([`Backend::release`]) is `Err(Released)`, except the frees.
@@ -195,10 +213,11 @@ pub trait Backend: Send + Sync + 'static {
     /// it, until the launch has completed.
     unsafe fn launch(&self, entry: EntryHandle, shape: Shape, args: &PackedArgs) -> Result<()>;
 
-    /// As [`launch`](Self::launch), for a launch that has a copy of its outputs: a plugin that
-    /// tries a faster way of running a kernel which may turn out not to fit it partway may call
-    /// `restore_outputs` (which puts the outputs back as they were before the launch) and run
-    /// the kernel again the ordinary way. The host CPU plugin does so; others just launch.
+    /// As [`launch`](Self::launch), for a launch on host memory whose kernel writes its
+    /// outputs in place: the plugin saves them through `outputs` before they are written (all
+    /// at once, or run by run as the kernel's threads reach them), and may put them back and run
+    /// the kernel again another way when the faster way turns out not to fit it partway. The
+    /// host CPU plugin does so; others save everything and just launch.
     ///
     /// # Safety
     /// As `launch`.
@@ -207,9 +226,9 @@ pub trait Backend: Send + Sync + 'static {
         entry: EntryHandle,
         shape: Shape,
         args: &PackedArgs,
-        restore_outputs: &mut dyn FnMut(),
+        outputs: &dyn SavedOutputs,
     ) -> Result<()> {
-        let _ = restore_outputs;
+        outputs.save_all();
         // SAFETY: the caller keeps `launch`'s contract.
         unsafe { self.launch(entry, shape, args) }
     }

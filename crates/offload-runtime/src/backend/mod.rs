@@ -34,6 +34,7 @@ mod registry;
 pub use code::{Code, EntryHandle, HostThread, HostThreads, ImageHandle};
 pub use interface::{
     Backend, BackendKind, DevicePtr, MemoryInfo, NativeQueue, Platform, QueueEvent, RecordedWork,
+    SavedOutputs,
 };
 pub use limits::{EntryLimits, Limits, Shape};
 pub use packed::{PackedArgs, Param};
