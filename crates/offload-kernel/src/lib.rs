@@ -42,6 +42,8 @@ mod mine_with;
 pub mod mma;
 pub mod nd;
 mod output_saving;
+#[cfg(all(test, not(any(target_arch = "nvptx64", target_arch = "amdgpu"))))]
+mod output_saving_tests;
 #[doc(hidden)]
 pub mod panic_record;
 mod scatter;

@@ -8,7 +8,6 @@
 
 #[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
 mod host {
-    use crate::index::GridStride;
     use core::cell::Cell;
 
     /// The unwind payload of a kernel that reached an output in a way that names no elements
@@ -54,25 +53,13 @@ mod host {
         }
     }
 
-    /// The elements of the output at `ptr` that `indices` will yield are about to be written.
+    /// The elements of the output at `ptr` that `runs` names (calling its argument with
+    /// `(start, end)` for each run of indices, as `GridStride::for_each_run` does) are about to
+    /// be written.
     #[inline(always)]
-    pub(crate) fn before_writing<T>(ptr: *mut T, indices: &GridStride) {
+    pub(crate) fn before_writing<T>(ptr: *mut T, runs: impl FnOnce(&mut dyn FnMut(usize, usize))) {
         if saving() {
-            indices.for_each_run(|start, end| save_elements(ptr, start, end));
-        }
-    }
-
-    /// Elements `start..end` of the output at `ptr`, numbered `start..end` by an ownership loop
-    /// of its own (`map` turns a run of its numbers into runs of element indices).
-    #[inline(always)]
-    pub(crate) fn before_writing_mapped<T>(
-        ptr: *mut T,
-        indices: &GridStride,
-        map: impl Fn(usize, usize, &mut dyn FnMut(usize, usize)),
-    ) {
-        if saving() {
-            indices
-                .for_each_run(|start, end| map(start, end, &mut |a, b| save_elements(ptr, a, b)));
+            runs(&mut |start, end| save_elements(ptr, start, end));
         }
     }
 
@@ -93,140 +80,17 @@ mod host {
     }
 }
 #[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
-pub(crate) use host::{
-    before_writing, before_writing_mapped, needs_whole_backup, saving, unnamed_access,
-};
+pub(crate) use host::{before_writing, needs_whole_backup, saving, unnamed_access};
 #[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
 pub use host::{with_output_saving, NeedsWholeBackup};
 
 #[cfg(any(target_arch = "nvptx64", target_arch = "amdgpu"))]
 mod device {
-    use crate::index::GridStride;
-
     #[inline(always)]
-    pub(crate) fn before_writing<T>(_: *mut T, _: &GridStride) {}
-
-    #[inline(always)]
-    pub(crate) fn before_writing_mapped<T>(
-        _: *mut T,
-        _: &GridStride,
-        _: impl Fn(usize, usize, &mut dyn FnMut(usize, usize)),
-    ) {
-    }
+    pub(crate) fn before_writing<T>(_: *mut T, _: impl FnOnce(&mut dyn FnMut(usize, usize))) {}
 
     #[inline(always)]
     pub(crate) fn unnamed_access() {}
 }
 #[cfg(any(target_arch = "nvptx64", target_arch = "amdgpu"))]
 pub(crate) use device::*;
-
-#[cfg(all(test, not(any(target_arch = "nvptx64", target_arch = "amdgpu"))))]
-mod tests {
-    use super::*;
-    use crate::index::host_context::{run_threads, ThreadRange};
-    use crate::nd::ArrayViewMut;
-    use crate::{Dim3, ThreadSlice, WideSlice};
-    use core::cell::RefCell;
-    use std::vec;
-    use std::vec::Vec;
-
-    /// Consecutive threads `first..end` of one block of 7, as one call.
-    fn range(first: u64, end: u64) -> ThreadRange {
-        ThreadRange {
-            grid: Dim3::new(1, 1, 1),
-            block: Dim3::new(7, 1, 1),
-            first,
-            end,
-            warp_size: 32,
-            as_one: true,
-        }
-    }
-
-    /// Runs `body` on `out` (initially all `u32::MAX`) as the ranges `cuts` of 7 threads, each
-    /// saving what it names: every element must be named exactly once, while it still holds
-    /// its first value, and every written element must have been named.
-    fn names_what_it_writes(len: usize, body: impl Fn(*mut u32, usize)) {
-        for cuts in [&[0, 7][..], &[0, 3, 7], &[0, 1, 2, 5, 6, 7]] {
-            let mut out = vec![u32::MAX; len];
-            let base = out.as_mut_ptr();
-            let named = RefCell::new(vec![0u32; len]);
-            for pair in cuts.windows(2) {
-                let save = |address: *const u8, bytes: usize| {
-                    let first = (address as usize - base as usize) / 4;
-                    for i in first..first + bytes / 4 {
-                        // SAFETY: within `out`, which the body does not write meanwhile.
-                        assert_eq!(unsafe { *base.add(i) }, u32::MAX, "{i} named after a write");
-                        named.borrow_mut()[i] += 1;
-                    }
-                };
-                with_output_saving(&save, || {
-                    run_threads(range(pair[0], pair[1]), true, || body(base, len))
-                });
-            }
-            for (i, (&n, &v)) in named.borrow().iter().zip(&out).enumerate() {
-                assert_eq!(n, 1, "{cuts:?}: element {i} named {n} times");
-                assert_ne!(v, u32::MAX, "{cuts:?}: element {i} not written");
-            }
-        }
-    }
-
-    #[test]
-    fn ownership_loops_name_the_elements_they_write_before_writing() {
-        names_what_it_writes(40, |out, len| {
-            // SAFETY: `out` holds `len` elements, borrowed for the call.
-            let mut out = unsafe { ThreadSlice::from_raw_parts(out, len) };
-            let (mut low, mut high) = out.split_at(13);
-            for (i, e) in low.iter_mine() {
-                *e = i as u32;
-            }
-            for (i, e) in high.slice(..).iter_mine() {
-                *e = i as u32;
-            }
-        });
-        names_what_it_writes(35, |out, len| {
-            // SAFETY: `out` holds `len` elements, borrowed for the call.
-            let out = unsafe { ThreadSlice::from_raw_parts(out, len) };
-            for (r, c, e) in ArrayViewMut::from_shape(out, [5, 7]).iter_mine() {
-                *e = (r * 7 + c) as u32;
-            }
-        });
-        // 16-byte chunks and unaligned ends: views from element 1 of allocations that 64-bit
-        // allocators align to 16 bytes (any alignment is named alike), element 0 written apart.
-        let input: Vec<u32> = (0..64).collect();
-        names_what_it_writes(61, |out, len| {
-            // SAFETY: as above; the two views do not overlap.
-            let mut wide = unsafe { WideSlice::from_raw_parts(out.wrapping_add(1), len - 1) };
-            wide.update_mine_wide(&input[1..len], |_, x| x);
-            // SAFETY: as above.
-            let mut first = unsafe { ThreadSlice::from_raw_parts(out, 1) };
-            for (_, e) in first.iter_mine() {
-                *e = 0;
-            }
-        });
-    }
-
-    /// Raw pointers, `at` and kernels that may not run as one call name no elements: the call
-    /// unwinds with `NeedsWholeBackup` while saving, and runs as usual otherwise.
-    #[test]
-    fn unnamed_ways_into_an_output_need_a_whole_backup() {
-        let mut out = vec![0u32; 8];
-        let (ptr, len) = (out.as_mut_ptr(), out.len());
-        let ways: [&dyn Fn(); 3] = [
-            &|| {
-                // SAFETY: `out` is borrowed for the calls.
-                let _ = unsafe { ThreadSlice::from_raw_parts(ptr, len) }.as_mut_ptr();
-            },
-            // SAFETY: as above; one thread at a time.
-            &|| *unsafe { ThreadSlice::from_raw_parts(ptr, len).at(3) } = 1,
-            &|| {},
-        ];
-        for (k, way) in ways.iter().enumerate() {
-            let may_run_as_one = k < 2;
-            let unwound = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                with_output_saving(&|_, _| {}, || run_threads(range(0, 7), may_run_as_one, way))
-            }));
-            assert!(unwound.unwrap_err().is::<NeedsWholeBackup>(), "way {k}");
-            run_threads(range(0, 7), may_run_as_one, way);
-        }
-    }
-}

@@ -45,7 +45,7 @@ use std::time::{Duration, Instant};
 /// cost is its threads', few enough that the workers share the grid evenly and that a task's
 /// elements of a few arrays stay in the core's cache between the loops of one kernel body.
 /// (Few under Miri, so that its tests still run several tasks of a small grid.)
-const THREADS_PER_TASK: u64 = if cfg!(miri) { 1 << 6 } else { 1 << 12 };
+pub(crate) const THREADS_PER_TASK: u64 = if cfg!(miri) { 1 << 6 } else { 1 << 12 };
 
 /// Alignment of `alloc`'s memory, as CUDA's.
 const ALLOC_ALIGN: usize = 256;
@@ -88,7 +88,7 @@ struct HostDevice {
 }
 
 impl HostBackend {
-    fn new() -> Self {
+    pub(crate) fn new() -> Self {
         HostBackend {
             device: Arc::new(HostDevice {
                 name: format!("host CPU ({} threads)", rayon::current_num_threads()),
@@ -588,10 +588,7 @@ impl QueueEvent for HostEvent {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::output_backup::OutputBackups;
-    use offload_kernel::ThreadSlice;
     use std::env::VarError;
-    use std::sync::atomic::{AtomicPtr, AtomicUsize};
 
     /// Loads a host build with a range entry on a fresh host device and launches it.
     fn launch_ranges(threads: HostThreads, grid: Dim3, block: Dim3) -> Result<()> {
@@ -657,106 +654,6 @@ mod tests {
             }
             other => panic!("expected a driver error, got {other:?}"),
         }
-    }
-
-    /// The output of `ranges_over_output`'s kernels, and its length.
-    static OUTPUT: AtomicPtr<u32> = AtomicPtr::new(std::ptr::null_mut());
-    static OUTPUT_LEN: AtomicUsize = AtomicUsize::new(0);
-
-    /// Launches `threads` over a fresh output of 2 elements per thread (as `launch` from the
-    /// layer above: restartable, the output in `OutputBackups`); the result and the output.
-    fn ranges_over_output(threads: HostThreads) -> (Result<()>, Vec<u32>, Vec<u32>) {
-        // Ten tasks.
-        let (grid, block) = (
-            Dim3::new(10, 1, 1),
-            Dim3::new(THREADS_PER_TASK as u32, 1, 1),
-        );
-        let mut out: Vec<u32> = (0..2 * 10 * THREADS_PER_TASK as u32).collect();
-        let before = out.clone();
-        OUTPUT.store(out.as_mut_ptr(), Ordering::Relaxed);
-        OUTPUT_LEN.store(out.len(), Ordering::Relaxed);
-        let host = HostBackend::new();
-        unsafe fn one_thread(_: &PackedArgs) {}
-        let image = host
-            .load_image(&Code::Host {
-                name: "ranges",
-                thread: one_thread,
-                threads: Some(threads),
-            })
-            .unwrap();
-        let entry = host.find_entry(image, "ranges").unwrap();
-        let shape = Shape {
-            grid,
-            block,
-            dynamic_shared: 0,
-        };
-        let mut backups = OutputBackups::default();
-        // SAFETY: `out` is reached through its address alone until `backups` is dropped.
-        unsafe { backups.add(out.as_mut_ptr() as *mut u8, out.len() * 4) };
-        // SAFETY: the builds read no parameters; the output lives through the launch.
-        let ran =
-            unsafe { host.launch_restartable(entry, shape, &PackedArgs::default(), &backups) };
-        if ran.is_ok() {
-            backups.keep_results();
-        } else {
-            drop(backups);
-        }
-        (ran, out, before)
-    }
-
-    /// Each thread's elements set to 7 (`iter_mine`, or `at` with `unnamed`), the owner of
-    /// the element past the middle panicking after its writes when `fail`.
-    fn fill(range: ThreadRange, unnamed: bool, fail: bool) {
-        let (ptr, len) = (
-            OUTPUT.load(Ordering::Relaxed),
-            OUTPUT_LEN.load(Ordering::Relaxed),
-        );
-        offload_kernel::host_context::run_threads(range, true, || {
-            // SAFETY: the output of `ranges_over_output`, borrowed for the launch.
-            let mut out = unsafe { ThreadSlice::from_raw_parts(ptr, len) };
-            let mine: Vec<usize> = out
-                .iter_mine()
-                .map(|(i, e)| {
-                    *e = 7;
-                    i
-                })
-                .collect();
-            if unnamed {
-                // SAFETY: this thread's own elements.
-                mine.iter().for_each(|&i| *unsafe { out.at(i) } = 7);
-            }
-            if fail && mine.contains(&(len / 2 + 1)) {
-                panic!("the element past the middle");
-            }
-        });
-    }
-
-    /// A failed launch puts back exactly what its tasks saved, also after a task reached the
-    /// output unnamed (`at`) and the launch started over with a whole backup.
-    #[test]
-    fn failed_range_launches_leave_the_output_as_it_was() {
-        unsafe fn named(_: &PackedArgs, range: ThreadRange) {
-            fill(range, false, true);
-        }
-        unsafe fn unnamed(_: &PackedArgs, range: ThreadRange) {
-            fill(range, true, true);
-        }
-        for threads in [named as HostThreads, unnamed] {
-            let (ran, out, before) = ranges_over_output(threads);
-            match ran {
-                Err(Error::Driver { message, .. }) => {
-                    assert_eq!(message, "panicked: the element past the middle")
-                }
-                other => panic!("expected a driver error, got {other:?}"),
-            }
-            assert!(out == before, "the output as it was");
-        }
-        unsafe fn succeeds(_: &PackedArgs, range: ThreadRange) {
-            fill(range, true, false);
-        }
-        let (ran, out, _) = ranges_over_output(succeeds);
-        ran.unwrap();
-        assert!(out.iter().all(|&e| e == 7));
     }
 
     #[test]
