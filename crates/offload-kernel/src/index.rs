@@ -584,12 +584,11 @@ impl GridStride {
     }
 }
 
+/// The runs of consecutive indices that [`next`](Iterator::next) will yield.
 #[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
-impl GridStride {
-    /// The runs of consecutive indices that [`next`](Iterator::next) will yield, in order, as
-    /// `f(start, end)`.
+impl crate::output_saving::Runs for GridStride {
     #[inline(always)]
-    pub(crate) fn for_each_run(&self, mut f: impl FnMut(usize, usize)) {
+    fn for_each_run(&self, mut f: impl FnMut(usize, usize)) {
         if self.next < self.stop {
             f(self.next, self.stop);
         }

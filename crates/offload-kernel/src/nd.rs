@@ -313,7 +313,7 @@ mod host_iter {
         #[inline(always)]
         pub fn iter_mine(&mut self) -> MineIter2<'_, T> {
             let (ptr, indices) = (self.out.raw_ptr(), self.out.mine_indices());
-            before_writing(ptr, |save| indices.for_each_run(save));
+            before_writing(ptr, &indices);
             MineIter2 {
                 ptr,
                 indices,
@@ -331,7 +331,7 @@ mod host_iter {
         pub fn iter_mine(&mut self) -> MineIter3<'_, T> {
             let [_, d1, d2] = self.dim;
             let (ptr, indices) = (self.out.raw_ptr(), self.out.mine_indices());
-            before_writing(ptr, |save| indices.for_each_run(save));
+            before_writing(ptr, &indices);
             MineIter3 {
                 ptr,
                 indices,

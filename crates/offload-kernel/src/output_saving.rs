@@ -53,13 +53,31 @@ mod host {
         }
     }
 
-    /// The elements of the output at `ptr` that `runs` names (calling its argument with
-    /// `(start, end)` for each run of indices, as `GridStride::for_each_run` does) are about to
-    /// be written.
+    /// Indices an ownership loop will yield, as runs of consecutive ones (`GridStride`).
+    pub(crate) trait Runs {
+        /// Each run, in order, as `f(start, end)`.
+        fn for_each_run(&self, f: impl FnMut(usize, usize));
+    }
+
+    /// The elements of the output at `ptr` that `indices` will yield are about to be written.
     #[inline(always)]
-    pub(crate) fn before_writing<T>(ptr: *mut T, runs: impl FnOnce(&mut dyn FnMut(usize, usize))) {
+    pub(crate) fn before_writing<T>(ptr: *mut T, indices: &impl Runs) {
         if saving() {
-            runs(&mut |start, end| save_elements(ptr, start, end));
+            indices.for_each_run(|start, end| save_elements(ptr, start, end));
+        }
+    }
+
+    /// Elements `start..end` of the output at `ptr`, numbered `start..end` by an ownership loop
+    /// of its own (`map` turns a run of its numbers into runs of element indices).
+    #[inline(always)]
+    pub(crate) fn before_writing_mapped<T>(
+        ptr: *mut T,
+        indices: &impl Runs,
+        map: impl Fn(usize, usize, &mut dyn FnMut(usize, usize)),
+    ) {
+        if saving() {
+            indices
+                .for_each_run(|start, end| map(start, end, &mut |a, b| save_elements(ptr, a, b)));
         }
     }
 
@@ -80,14 +98,25 @@ mod host {
     }
 }
 #[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
-pub(crate) use host::{before_writing, needs_whole_backup, saving, unnamed_access};
+pub(crate) use host::{
+    before_writing, before_writing_mapped, needs_whole_backup, saving, unnamed_access, Runs,
+};
 #[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
 pub use host::{with_output_saving, NeedsWholeBackup};
 
 #[cfg(any(target_arch = "nvptx64", target_arch = "amdgpu"))]
 mod device {
+    // GPUs save nothing: the indices' type needs no way to name its runs there.
     #[inline(always)]
-    pub(crate) fn before_writing<T>(_: *mut T, _: impl FnOnce(&mut dyn FnMut(usize, usize))) {}
+    pub(crate) fn before_writing<T, I>(_: *mut T, _: &I) {}
+
+    #[inline(always)]
+    pub(crate) fn before_writing_mapped<T, I>(
+        _: *mut T,
+        _: &I,
+        _: impl Fn(usize, usize, &mut dyn FnMut(usize, usize)),
+    ) {
+    }
 
     #[inline(always)]
     pub(crate) fn unnamed_access() {}

@@ -72,7 +72,7 @@ impl<'a, T> ThreadSlice<'a, T> {
     #[inline(always)]
     pub fn iter_mine(&mut self) -> MineIter<'_, T> {
         let indices = self.mine_indices();
-        before_writing(self.ptr, |save| indices.for_each_run(save));
+        before_writing(self.ptr, &indices);
         MineIter {
             ptr: self.ptr,
             indices,

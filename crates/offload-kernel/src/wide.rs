@@ -15,7 +15,7 @@
 //! the body sees the output as a [`WideSlice`], which has no other way in.
 
 use crate::index::{ids_run, GridStride};
-use crate::output_saving::before_writing;
+use crate::output_saving::before_writing_mapped;
 use crate::thread_slice::ThreadSlice;
 use core::marker::PhantomData;
 use core::mem::{align_of, size_of};
@@ -194,19 +194,17 @@ impl<'a, T: WideElement> WideSlice<'a, T> {
         let lanes = WIDE_BYTES / size_of::<T>();
         let (chunks, ends) = (GridStride::mine(cut.chunks, 0), cut.head + cut.tail);
         let end_indices = GridStride::mine(ends, 0);
-        before_writing(out, |save| {
-            chunks.for_each_run(|a, b| save(cut.head + a * lanes, cut.head + b * lanes))
+        before_writing_mapped(out, &chunks, |a, b, save| {
+            save(cut.head + a * lanes, cut.head + b * lanes)
         });
         // End number j is element j in the head, element `paired - ends + j` in the tail.
-        before_writing(out, |save| {
-            end_indices.for_each_run(|a, b| {
-                if a < cut.head {
-                    save(a, b.min(cut.head));
-                }
-                if b > cut.head {
-                    save(paired - ends + a.max(cut.head), paired - ends + b);
-                }
-            })
+        before_writing_mapped(out, &end_indices, |a, b, save| {
+            if a < cut.head {
+                save(a, b.min(cut.head));
+            }
+            if b > cut.head {
+                save(paired - ends + a.max(cut.head), paired - ends + b);
+            }
         });
         for c in chunks {
             let at = cut.head + c * lanes;
