@@ -1,6 +1,7 @@
 //! Kernels shared by the demo and the tests, and their plain-CPU references.
 
 pub mod jacobi;
+pub mod kernel_timing;
 pub mod kernels;
 pub mod mapped_copies;
 pub mod overlap;

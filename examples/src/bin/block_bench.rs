@@ -9,10 +9,10 @@
 
 use offload::{Device, Launch};
 use offload_bench_report::{Goal, Measure, Ratio};
+use offload_examples::kernel_timing::best_kernel_time;
 use offload_examples::kernels::block::{self, GemmDims, SGEMM_THREADS, SGEMM_TILE};
 use offload_examples::reference_bandwidth;
 use offload_examples::reference_torch::{python, BEST_MS};
-use std::time::Duration;
 
 const REPEATS: usize = 5;
 
@@ -29,15 +29,6 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     Ok(())
 }
 
-fn best_kernel_time(mut launch: impl FnMut() -> offload::Result<()>) -> offload::Result<Duration> {
-    let mut best = Duration::MAX;
-    for _ in 0..REPEATS {
-        launch()?;
-        best = best.min(offload::last_launch().expect("a launch").kernel_time);
-    }
-    Ok(best)
-}
-
 fn reduction(device: &Device, n: usize) -> Result<(), Box<dyn std::error::Error>> {
     let x: Vec<f32> = (0..n).map(|i| ((i % 1000) as f32) * 1e-3 - 0.4).collect();
     let limits = device.limits();
@@ -45,7 +36,7 @@ fn reduction(device: &Device, n: usize) -> Result<(), Box<dyn std::error::Error>
     // Enough blocks to fill every multiprocessor; each thread then reads many 16-byte chunks.
     let blocks = limits.multiprocessors * (limits.threads_per_multiprocessor / block).max(1);
     let mut partial = vec![0.0f32; blocks as usize];
-    let time = best_kernel_time(|| {
+    let time = best_kernel_time(REPEATS, || {
         block::block_sum::launch(
             Launch::on(device).grid(blocks).block(block),
             &x,
@@ -101,7 +92,9 @@ fn sgemm(device: &Device, size: u32) -> Result<(), Box<dyn std::error::Error>> {
     let launch = Launch::on(device)
         .grid((size / SGEMM_TILE, size / SGEMM_TILE))
         .block(SGEMM_THREADS);
-    let time = best_kernel_time(|| block::sgemm::launch(launch, dims, &a, &b, &mut c))?;
+    let time = best_kernel_time(REPEATS, || {
+        block::sgemm::launch(launch, dims, &a, &b, &mut c)
+    })?;
     // A sample of C against f64 dot products (the whole product is too slow on the CPU).
     let n = size as usize;
     let mut worst = 0.0f64;

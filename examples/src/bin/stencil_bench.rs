@@ -10,6 +10,7 @@
 
 use offload::{Device, Launch};
 use offload_bench_report::{Goal, Measure, Ratio};
+use offload_examples::kernel_timing::best_kernel_time;
 use offload_examples::kernels::stencils::{self, Params3};
 use offload_examples::kernels::{self, Grid2};
 use offload_examples::{reference, reference_bandwidth};
@@ -17,15 +18,6 @@ use std::time::Duration;
 
 const REPEATS: usize = 5;
 const BLOCK: u32 = 256;
-
-fn best_kernel_time(mut launch: impl FnMut() -> offload::Result<()>) -> offload::Result<Duration> {
-    let mut best = Duration::MAX;
-    for _ in 0..REPEATS {
-        launch()?;
-        best = best.min(offload::last_launch().expect("a launch").kernel_time);
-    }
-    Ok(best)
-}
 
 /// One measured variant: its name, the strip height its launch gives (0: the default launch),
 /// its time and whether it matched the CPU.
@@ -102,7 +94,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                        launch: &mut dyn FnMut(&mut Vec<f32>) -> offload::Result<()>|
      -> offload::Result<()> {
         out.fill(0.0);
-        let time = best_kernel_time(|| launch(&mut out))?;
+        let time = best_kernel_time(REPEATS, || launch(&mut out))?;
         runs.push(Run {
             what,
             rows,
@@ -158,8 +150,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             0 => Launch::on(&device),
             _ => strips(&device, chunk_rows, rows),
         };
-        let time =
-            best_kernel_time(|| stencils::stencil7_tiles::launch(launch, grid, &input, &mut out))?;
+        let time = best_kernel_time(REPEATS, || {
+            stencils::stencil7_tiles::launch(launch, grid, &input, &mut out)
+        })?;
         let shape = match rows {
             0 => "default launch".to_string(),
             _ => format!("strips of {rows} planes"),

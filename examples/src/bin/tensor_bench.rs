@@ -11,6 +11,7 @@
 use offload::half::bf16;
 use offload::{Device, Launch};
 use offload_bench_report::{Goal, Measure, Ratio};
+use offload_examples::kernel_timing::best_kernel_time;
 use offload_examples::kernels::gemm_bf16::{self, ACT_NONE};
 use offload_examples::kernels::sgemm_tf32;
 use offload_examples::kernels::tensor::MatDims;
@@ -39,16 +40,6 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     Ok(())
 }
 
-/// Best kernel time of `REPEATS` launches.
-fn best_kernel_time(mut launch: impl FnMut() -> offload::Result<()>) -> offload::Result<Duration> {
-    let mut best = Duration::MAX;
-    for _ in 0..REPEATS {
-        launch()?;
-        best = best.min(offload::last_launch().expect("a launch").kernel_time);
-    }
-    Ok(best)
-}
-
 fn tflops(size: u32, time: Duration) -> f64 {
     2.0 * (size as f64).powi(3) / time.as_secs_f64() / 1e12
 }
@@ -66,7 +57,9 @@ fn sgemm(device: &Device, size: u32) -> Result<(), Box<dyn std::error::Error>> {
     let time = offload::region_on(device, |r| {
         let (a, b) = (r.to(&a)?, r.to(&b)?);
         let mut c = r.from(&mut c)?;
-        best_kernel_time(|| sgemm_tf32::sgemm_tf32x3::launch(launch, dims, &a, &b, &mut c))
+        best_kernel_time(REPEATS, || {
+            sgemm_tf32::sgemm_tf32x3::launch(launch, dims, &a, &b, &mut c)
+        })
     })?;
     let worst = sampled_error(n, |i, j| {
         (c[i * n + j] as f64, sgemm_entry(&a, &b, n, n, i, j))
@@ -171,7 +164,7 @@ fn gemm_bf16(device: &Device, size: u32) -> Result<(), Box<dyn std::error::Error
     let time = offload::region_on(device, |r| {
         let (a, w) = (r.to(&a)?, r.to(&w)?);
         let mut out = r.from(&mut out)?;
-        best_kernel_time(|| {
+        best_kernel_time(REPEATS, || {
             gemm_bf16::gemm_bf16::launch::<bf16>(launch, dims, ACT_NONE, &a, &w, &[], &mut out)
         })
     })?;

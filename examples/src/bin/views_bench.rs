@@ -8,20 +8,12 @@
 
 use offload::{Device, Launch};
 use offload_bench_report::{Goal, Measure, Ratio};
+use offload_examples::kernel_timing::best_kernel_time;
 use offload_examples::kernels::{block, views};
 use offload_examples::{reference, reference_bandwidth};
 use std::time::Duration;
 
 const REPEATS: usize = 7;
-
-fn best_kernel_time(mut launch: impl FnMut() -> offload::Result<()>) -> offload::Result<Duration> {
-    let mut best = Duration::MAX;
-    for _ in 0..REPEATS {
-        launch()?;
-        best = best.min(offload::last_launch().expect("a launch").kernel_time);
-    }
-    Ok(best)
-}
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let device: Device = offload::default_device()?;
@@ -40,13 +32,17 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let shape = || Launch::on(&device).grid(blocks).block(block);
 
     let mut out = vec![0.0f32; n];
-    let plain = best_kernel_time(|| block::reverse_chunks::launch(shape(), &x, &mut out))?;
+    let plain = best_kernel_time(REPEATS, || {
+        block::reverse_chunks::launch(shape(), &x, &mut out)
+    })?;
     let plain_ok = out == want;
     let mut out = vec![0.0f32; n];
-    let safe = best_kernel_time(|| views::reverse_tiles::launch(shape(), block, &x, &mut out))?;
+    let safe = best_kernel_time(REPEATS, || {
+        views::reverse_tiles::launch(shape(), block, &x, &mut out)
+    })?;
     let safe_ok = out == want;
     let mut out = vec![0.0f32; n];
-    let tiles_plain = best_kernel_time(|| {
+    let tiles_plain = best_kernel_time(REPEATS, || {
         views::reverse_tiles_plain_shared::launch(shape(), block, &x, &mut out)
     })?;
     let tiles_plain_ok = out == want;
