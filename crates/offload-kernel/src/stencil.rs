@@ -740,27 +740,29 @@ mod tests {
         }
     }
 
+    /// `out` as an `nx` x `ny` grid output of a launch of one thread (the panic tests').
+    fn one_thread_grid_out(out: &mut [f32], nx: usize, ny: usize) -> GridOut2<'_, f32> {
+        let len = out.len();
+        // SAFETY: one thread owns the whole view, which borrows `out` for its lifetime.
+        unsafe {
+            GridOut2::from_thread_slice(ThreadSlice::from_raw_parts(out.as_mut_ptr(), len), nx, ny)
+        }
+    }
+
     #[test]
     #[should_panic(expected = "offset outside the 3 x 3 window")]
     fn an_offset_outside_the_window_panics() {
         let input = [0.0f32; 9];
         let mut out = [0.0f32; 9];
         let grid = Grid2::new(&input, 3, 3);
-        // SAFETY: one thread, `out` outlives the view.
-        let mut tiles = unsafe {
-            GridOut2::from_thread_slice(ThreadSlice::from_raw_parts(out.as_mut_ptr(), 9), 3, 3)
-        };
-        tiles.stencil(&grid, |p| p.at(2, 0), |_, _| 0.0);
+        one_thread_grid_out(&mut out, 3, 3).stencil(&grid, |p| p.at(2, 0), |_, _| 0.0);
     }
 
     #[test]
     #[should_panic(expected = "the output does not hold nx * ny points")]
     fn an_output_of_the_wrong_length_panics() {
         let mut out = [0.0f32; 10];
-        // SAFETY: one thread, `out` outlives the view.
-        let _ = unsafe {
-            GridOut2::from_thread_slice(ThreadSlice::from_raw_parts(out.as_mut_ptr(), 10), 3, 3)
-        };
+        one_thread_grid_out(&mut out, 3, 3);
     }
 
     #[test]
@@ -769,10 +771,6 @@ mod tests {
         let input = [0.0f32; 12];
         let mut out = [0.0f32; 12];
         let grid = Grid2::new(&input, 4, 3);
-        // SAFETY: one thread, `out` outlives the view.
-        let mut tiles = unsafe {
-            GridOut2::from_thread_slice(ThreadSlice::from_raw_parts(out.as_mut_ptr(), 12), 3, 4)
-        };
-        tiles.stencil(&grid, |p| p.at(0, 0), |_, _| 0.0);
+        one_thread_grid_out(&mut out, 3, 4).stencil(&grid, |p| p.at(0, 0), |_, _| 0.0);
     }
 }
