@@ -480,7 +480,7 @@ fn expand_host(
         .collect();
     // The same, with everything borrowed for the stream's scope `'s`, except device data that
     // orders its own uses (`StreamArg`).
-    let enqueue_inputs = params.iter().map(|p| {
+    let enqueue_inputs: Vec<TokenStream> = params.iter().map(|p| {
         let (n, ty, elem) = (&p.name, &p.ty, &p.elem);
         match p.passing {
             Passing::Value | Passing::PtrConst | Passing::PtrMut => quote! { #n: #ty },
@@ -495,7 +495,7 @@ fn expand_host(
             Passing::Atomic => quote! { #n: &'s mut [#elem] },
             Passing::Ref => quote! { #n: &'s #elem },
         }
-    });
+    }).collect();
     let null_checks = params
         .iter()
         .filter(|p| p.passing.is_raw_pointer())
@@ -612,7 +612,9 @@ fn expand_host(
     enqueue_generics
         .params
         .push(parse_quote! { OffloadStreamMode: ::offload::StreamMode });
-    let (enqueue_generics, _, _) = enqueue_generics.split_for_impl();
+    let (enqueue_generics, prepared_args, _) = enqueue_generics.split_for_impl();
+    // The kernel's type parameters, which a prepared launch's handle carries unused.
+    let kernel_types: Vec<&Ident> = generics.type_params().map(|t| &t.ident).collect();
     let param_names: Vec<String> = params.iter().map(|p| p.name.to_string()).collect();
     // What each thread of a default launch covers: a `#[grid]` output's threads each walk a
     // strip of rows; a `#[scatter]` output's stores each wait for their index's load.
@@ -694,6 +696,42 @@ fn expand_host(
                 #(#null_checks)*
                 let mut args = [#(#kernel_args),*];
                 ::offload::__private::enqueue(#kernel_ref, stream, launch, &mut args)
+            }
+
+            /// A launch on `stream` as `launch` says, prepared once for a loop of launches: the
+            /// kernel's entry found and its shape checked now, so that each
+            /// [`Prepared::enqueue`] only checks its arguments (their devices, device memory
+            /// shared with a written argument, a default grid's element count) before queueing.
+            /// `Err` for a shape the device or kernel refuses, a missing image, or a launch
+            /// naming another device than the stream's.
+            #[allow(clippy::multiple_bound_locations)]
+            pub fn prepare #enqueue_generics (
+                stream: &::offload::Stream<'s, OffloadStreamMode>,
+                launch: ::offload::Launch<'_>,
+            ) -> ::offload::Result<Prepared #prepared_args> #where_clause {
+                ::core::result::Result::Ok(Prepared {
+                    launch: ::offload::__private::prepare(#kernel_ref, stream, launch)?,
+                    _kernel: ::core::marker::PhantomData,
+                })
+            }
+
+            /// Launches of this kernel on one stream with fixed settings, from [`prepare`].
+            pub struct Prepared #enqueue_generics #where_clause {
+                launch: ::offload::__private::PreparedEnqueue<'s, OffloadStreamMode>,
+                _kernel: ::core::marker::PhantomData<fn() -> (#(#kernel_types,)*)>,
+            }
+
+            impl #enqueue_generics Prepared #prepared_args #where_clause {
+                /// Queue on the stream and return at once, as this module's `enqueue` with the
+                /// prepared settings: the same borrows, checks and errors, and `Err(Released)`
+                /// once the device was released.
+                #(#[doc = #enqueue_contract])*
+                #[allow(clippy::too_many_arguments, clippy::multiple_bound_locations)]
+                pub #unsafety fn enqueue(&mut self, #(#enqueue_inputs),*) -> ::offload::Result<()> {
+                    #(#null_checks)*
+                    let args = [#(#kernel_args),*];
+                    self.launch.enqueue(&args)
+                }
             }
 
             /// Fails const evaluation (a compile error naming the parameters) unless `given`,

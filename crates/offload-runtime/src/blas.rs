@@ -162,7 +162,7 @@ impl<'scope> Blas<'scope> {
             }
         };
         Ok(Blas {
-            stream: stream.handle(),
+            stream: stream.another(),
             engine,
         })
     }
