@@ -381,7 +381,7 @@ impl<'scope> Stream<'scope> {
                 len,
                 ..
             } => {
-                check_resident(what, device.id(), device.name(), on)?;
+                check_resident(what, device, on)?;
                 Ok((addr, len))
             }
             _ => Err(Error::InvalidArgument {
@@ -493,12 +493,7 @@ impl<'scope> Stream<'scope> {
     pub fn to_vec<T: DeviceCopy>(&self, src: DeviceSlice<'scope, T>) -> Result<Vec<T>> {
         self.refuse_while_recording("offload::Stream::to_vec")?;
         let device = &self.queue.device;
-        check_resident(
-            "offload::Stream::to_vec",
-            device.id(),
-            device.name(),
-            src.device_id,
-        )?;
+        check_resident("offload::Stream::to_vec", device, src.device_id)?;
         // SAFETY: the `DeviceCopy` contract makes all-zero bytes a valid `T`.
         let mut out = vec![unsafe { std::mem::zeroed() }; src.len()];
         let arg = InArg::into_kernel_arg(src);

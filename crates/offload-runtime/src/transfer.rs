@@ -187,7 +187,7 @@ pub(crate) fn pack_into(
                 len,
                 ..
             } => {
-                check_resident(kernel, device.id(), device.name(), on)?;
+                check_resident(kernel, device, on)?;
                 resident += 1;
                 (DevicePtr(addr), len)
             }
