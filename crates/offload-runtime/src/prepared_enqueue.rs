@@ -17,12 +17,11 @@ use crate::kernel::{Kernel, KernelArg};
 use crate::launch::{check_arguments, check_fits_entry, Launch};
 use crate::loaded::Entry;
 use crate::stream::Stream;
-use crate::stream_mode::{Runs, StreamMode};
 use crate::{Error, Result};
 
 /// A launch of one kernel on one stream with fixed settings, from [`prepare`].
-pub struct PreparedEnqueue<'s, M: StreamMode = Runs> {
-    stream: Stream<'s, M>,
+pub struct PreparedEnqueue<'s> {
+    stream: Stream<'s>,
     kernel: &'static Kernel,
     /// The settings, without the device (the stream's).
     launch: Launch<'static>,
@@ -42,11 +41,15 @@ pub struct PreparedEnqueue<'s, M: StreamMode = Runs> {
 /// and checked (a default grid is sized again at each launch whose element count differs).
 /// `Err` as the first launch would give it for a bad shape or a missing image; a launch naming
 /// another device than the stream's is refused.
-pub fn prepare<'s, M: StreamMode>(
+///
+/// On a running stream only (`Stream<'s, Runs>`, refused while it records a graph, as `enqueue`
+/// on it is): a handle of the stream that `record_graph` gives its body would outlive that body,
+/// and could add launches to a later recording whose graph outlives their arguments' borrows.
+pub fn prepare<'s>(
     kernel: &'static Kernel,
-    stream: &Stream<'s, M>,
+    stream: &Stream<'s>,
     launch: Launch<'_>,
-) -> Result<PreparedEnqueue<'s, M>> {
+) -> Result<PreparedEnqueue<'s>> {
     let device = stream.check_launch_device(kernel, &launch)?;
     let launch = launch.settings();
     let code = device.code_generation();
@@ -68,7 +71,7 @@ pub fn prepare<'s, M: StreamMode>(
     })
 }
 
-impl<M: StreamMode> PreparedEnqueue<'_, M> {
+impl PreparedEnqueue<'_> {
     /// Queue the kernel with `args` (what the generated `Prepared::enqueue` calls): as the
     /// generic `enqueue`, with the same checks of the arguments and the same errors.
     pub fn enqueue(&mut self, args: &[KernelArg<'_>]) -> Result<()> {
