@@ -28,6 +28,7 @@ fn streams_and_devices_on_the_gpu() {
     streams::freeing_a_device_vec_waits_for_its_streams(&gpu);
     streams::stream_copies_need_device_data(&gpu);
     streams::plain_launches_report_device_time(&gpu);
+    streams::prepared_launches_give_the_enqueue_result(&gpu);
     graphs::replays_give_the_launches_result(&gpu);
     graphs::host_data_and_copies_are_refused_while_recording(&gpu);
     graphs::a_replay_is_ordered_across_streams(&gpu);

@@ -83,6 +83,7 @@ host_test!(
     freeing_a_device_vec_waits_for_its_streams,
     stream_copies_need_device_data,
     plain_launches_report_device_time,
+    prepared_launches_give_the_enqueue_result,
 );
 
 host_test!(

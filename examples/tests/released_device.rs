@@ -12,7 +12,25 @@ fn refuses_launches_after_release(device: &Device) {
     let mut y = y0.clone();
     kernels::saxpy::launch(Launch::on(device), 2.0, &x, &mut y).unwrap();
     let clone = device.clone();
-    device.release().unwrap();
+    // Released while a launch prepared before is in hand: that launch is refused too.
+    let mut after = y0.clone();
+    let prepared_then_released = offload::scope(|s| {
+        let stream = s.stream(device)?;
+        let mut prepared = kernels::saxpy::prepare(&stream, Launch::auto())?;
+        prepared.enqueue(2.0, &x, &mut y)?;
+        stream.synchronize()?;
+        device.release()?;
+        prepared.enqueue(2.0, &x, &mut after)
+    });
+    assert!(
+        after == y0,
+        "a refused prepared launch leaves the output alone"
+    );
+    assert!(
+        matches!(prepared_then_released, Err(Error::Released { .. })),
+        "a launch prepared before release on {}: {prepared_then_released:?}",
+        device.name()
+    );
     for handle in [device, &clone] {
         let mut y = y0.clone();
         match kernels::saxpy::launch(Launch::on(handle), 2.0, &x, &mut y) {

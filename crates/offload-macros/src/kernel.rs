@@ -479,23 +479,30 @@ fn expand_host(
         })
         .collect();
     // The same, with everything borrowed for the stream's scope `'s`, except device data that
-    // orders its own uses (`StreamArg`).
-    let enqueue_inputs = params.iter().map(|p| {
-        let (n, ty, elem) = (&p.name, &p.ty, &p.elem);
-        match p.passing {
-            Passing::Value | Passing::PtrConst | Passing::PtrMut => quote! { #n: #ty },
-            Passing::Slice => {
-                quote! { #n: impl ::offload::map::InArg<#elem> + ::offload::map::StreamArg<'s, OffloadStreamMode> }
+    // orders its own uses (`StreamArg`) on a stream of mode `mode`.
+    let stream_inputs = |mode: TokenStream| -> Vec<TokenStream> {
+        params.iter().map(|p| {
+            let (n, ty, elem) = (&p.name, &p.ty, &p.elem);
+            match p.passing {
+                Passing::Value | Passing::PtrConst | Passing::PtrMut => quote! { #n: #ty },
+                Passing::Slice => {
+                    quote! { #n: impl ::offload::map::InArg<#elem> + ::offload::map::StreamArg<'s, #mode> }
+                }
+                Passing::SliceMut => {
+                    quote! { #n: impl ::offload::map::OutArg<#elem> + ::offload::map::StreamArg<'s, #mode> }
+                }
+                Passing::Nd(rank) => quote! { #n: impl ::offload::nd::NdIn<#elem, #rank> + 's },
+                Passing::NdMut(rank) => quote! { #n: impl ::offload::nd::NdOut<#elem, #rank> + 's },
+                Passing::Atomic => quote! { #n: &'s mut [#elem] },
+                Passing::Ref => quote! { #n: &'s #elem },
             }
-            Passing::SliceMut => {
-                quote! { #n: impl ::offload::map::OutArg<#elem> + ::offload::map::StreamArg<'s, OffloadStreamMode> }
-            }
-            Passing::Nd(rank) => quote! { #n: impl ::offload::nd::NdIn<#elem, #rank> + 's },
-            Passing::NdMut(rank) => quote! { #n: impl ::offload::nd::NdOut<#elem, #rank> + 's },
-            Passing::Atomic => quote! { #n: &'s mut [#elem] },
-            Passing::Ref => quote! { #n: &'s #elem },
-        }
-    });
+        }).collect()
+    };
+    let enqueue_inputs = stream_inputs(quote! { OffloadStreamMode });
+    // A prepared launch runs on a running stream only: a handle of a recording stream would
+    // outlive the recording's body and could add launches to a later graph that outlives their
+    // borrows.
+    let prepared_inputs = stream_inputs(quote! { ::offload::Runs });
     let null_checks = params
         .iter()
         .filter(|p| p.passing.is_raw_pointer())
@@ -613,6 +620,12 @@ fn expand_host(
         .params
         .push(parse_quote! { OffloadStreamMode: ::offload::StreamMode });
     let (enqueue_generics, _, _) = enqueue_generics.split_for_impl();
+    // `launch`'s generics with the stream's scope `'s` in front, for a prepared launch.
+    let mut prepared_generics = inner.clone();
+    prepared_generics.params.insert(0, parse_quote! { 's });
+    let (prepared_generics, prepared_args, _) = prepared_generics.split_for_impl();
+    // The kernel's type parameters, which a prepared launch's handle carries unused.
+    let kernel_types: Vec<&Ident> = generics.type_params().map(|t| &t.ident).collect();
     let param_names: Vec<String> = params.iter().map(|p| p.name.to_string()).collect();
     // What each thread of a default launch covers: a `#[grid]` output's threads each walk a
     // strip of rows; a `#[scatter]` output's stores each wait for their index's load.
@@ -694,6 +707,43 @@ fn expand_host(
                 #(#null_checks)*
                 let mut args = [#(#kernel_args),*];
                 ::offload::__private::enqueue(#kernel_ref, stream, launch, &mut args)
+            }
+
+            /// A launch on `stream` (running, not recording a graph) as `launch` says, prepared
+            /// once for a loop of launches: the
+            /// kernel's entry found and its shape checked now, so that each
+            /// [`Prepared::enqueue`] only checks its arguments (their devices, device memory
+            /// shared with a written argument, a default grid's element count) before queueing.
+            /// `Err` for a shape the device or kernel refuses, a missing image, or a launch
+            /// naming another device than the stream's.
+            #[allow(clippy::multiple_bound_locations)]
+            pub fn prepare #prepared_generics (
+                stream: &::offload::Stream<'s>,
+                launch: ::offload::Launch<'_>,
+            ) -> ::offload::Result<Prepared #prepared_args> #where_clause {
+                ::core::result::Result::Ok(Prepared {
+                    launch: ::offload::__private::prepare(#kernel_ref, stream, launch)?,
+                    _kernel: ::core::marker::PhantomData,
+                })
+            }
+
+            /// Launches of this kernel on one stream with fixed settings, from [`prepare`].
+            pub struct Prepared #prepared_generics #where_clause {
+                launch: ::offload::__private::PreparedEnqueue<'s>,
+                _kernel: ::core::marker::PhantomData<fn() -> (#(#kernel_types,)*)>,
+            }
+
+            impl #prepared_generics Prepared #prepared_args #where_clause {
+                /// Queue on the stream and return at once, as this module's `enqueue` with the
+                /// prepared settings: the same borrows, checks and errors, and `Err(Released)`
+                /// once the device was released.
+                #(#[doc = #enqueue_contract])*
+                #[allow(clippy::too_many_arguments, clippy::multiple_bound_locations)]
+                pub #unsafety fn enqueue(&mut self, #(#prepared_inputs),*) -> ::offload::Result<()> {
+                    #(#null_checks)*
+                    let args = [#(#kernel_args),*];
+                    self.launch.enqueue(&args)
+                }
             }
 
             /// Fails const evaluation (a compile error naming the parameters) unless `given`,

@@ -162,7 +162,7 @@ impl<'scope> Blas<'scope> {
             }
         };
         Ok(Blas {
-            stream: stream.handle(),
+            stream: stream.another(),
             engine,
         })
     }
@@ -274,9 +274,9 @@ impl<'scope> Blas<'scope> {
         scalar: DeviceSlice<'scope, T>,
     ) -> Result<()> {
         self.stream.refuse_while_recording(what)?;
-        let (id, name) = (self.stream.device().id(), self.stream.device().name());
+        let device = self.stream.device();
         for slice in inputs.iter().chain([&written]) {
-            check_resident(what, id, name, slice.device_id)?;
+            check_resident(what, device, slice.device_id)?;
         }
         if pair.0.len() != pair.1.len() {
             return Err(Error::LengthMismatch {

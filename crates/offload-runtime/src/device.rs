@@ -370,21 +370,27 @@ pub(crate) fn resolve_device(kernel: &Kernel, named: Option<&Device>) -> Result<
     Ok(device)
 }
 
-/// `Err(WrongDevice)` unless data resident on the device with id `resident_on` is on the device
-/// with id `device_id` (named `device_name`), where `kernel` (or the named operation) uses it.
+/// `Err(WrongDevice)` unless data resident on the device with id `resident_on` is on `device`,
+/// where `kernel` (or the named operation) uses it.
+#[inline]
 pub(crate) fn check_resident(
     kernel: &'static str,
-    device_id: usize,
-    device_name: &str,
+    device: &Device,
     resident_on: usize,
 ) -> Result<()> {
-    if resident_on == device_id {
+    if resident_on == device.id() {
         return Ok(());
     }
-    Err(Error::WrongDevice {
+    Err(wrong_device(kernel, device, resident_on))
+}
+
+/// `check_resident`'s error, apart: the launch path asks only for the device's id.
+#[cold]
+fn wrong_device(kernel: &'static str, device: &Device, resident_on: usize) -> Error {
+    Error::WrongDevice {
         kernel,
-        device: device_name.to_string(),
+        device: device.name().to_string(),
         resident_on: Device::by_id(resident_on)
             .map_or("another device".to_string(), |d| d.name().to_string()),
-    })
+    }
 }

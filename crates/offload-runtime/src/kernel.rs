@@ -152,7 +152,9 @@ impl ArgData {
 }
 
 /// The tracked device data among `args` (see `crate::ordering`), each with whether it is written.
-pub(crate) fn uses_of<'u>(args: &'u [KernelArg<'_>]) -> impl Iterator<Item = (&'u Uses, bool)> {
+pub(crate) fn uses_of<'u>(
+    args: &'u [KernelArg<'_>],
+) -> impl Iterator<Item = (&'u Uses, bool)> + Clone {
     let written = |a: &KernelArg<'_>| matches!(a.data, ArgData::Resident { writable: true, .. });
     args.iter()
         .filter_map(move |a| a.uses.map(|u| (u, written(a))))

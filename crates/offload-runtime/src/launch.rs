@@ -103,41 +103,52 @@ impl<'d> Launch<'d> {
         device: &Device,
         args: &[KernelArg<'_>],
     ) -> Result<(Shape, Entry)> {
-        if let Some((i, reason)) = args
-            .iter()
-            .enumerate()
-            .find_map(|(i, a)| Some((i, a.refused.as_ref()?)))
-        {
-            return Err(Error::InvalidArgument {
-                kernel: kernel.name,
-                argument: kernel.params.get(i).copied().unwrap_or("?"),
-                reason: reason.clone(),
-            });
-        }
-        crate::aliasing::check_disjoint(kernel, args)?;
+        check_arguments(kernel, args)?;
         let key = prepared::Key {
             kernel: prepared::Key::kernel(kernel),
             code: device.code_generation(),
             grid: self.grid,
             block: self.block,
             dynamic_shared: self.dynamic_shared,
-            items: match self.grid {
-                Some(_) => (0, 0),
-                None => default_items(args),
-            },
+            items: self.items_of(args),
         };
         prepared::shape_and_entry(key, || {
-            let limits = device.limits();
-            let shape = self.resolve(kernel, device, &limits, key.items)?;
+            let shape = self.shape_on(kernel, device, key.items)?;
             let entry = device.entry(kernel)?;
-            let limit = limits.max_shared_per_block;
-            check_entry(shape, &entry.limits, limit).map_err(|reason| Error::InvalidLaunch {
-                kernel: kernel.name,
-                device: device.name().to_string(),
-                reason,
-            })?;
+            check_fits_entry(kernel, device, shape, &entry)?;
             Ok((shape, entry))
         })
+    }
+
+    /// What a default grid is sized from among `args` (`default_items`); zero when the launch
+    /// gives its grid.
+    pub(crate) fn items_of(&self, args: &[KernelArg<'_>]) -> (u64, u64) {
+        match self.grid {
+            Some(_) => (0, 0),
+            None => default_items(args),
+        }
+    }
+
+    /// The settings alone, without the device (for a launch prepared once on a stream, whose
+    /// device is the stream's).
+    pub(crate) fn settings(&self) -> Launch<'static> {
+        Launch {
+            device: None,
+            grid: self.grid,
+            block: self.block,
+            dynamic_shared: self.dynamic_shared,
+        }
+    }
+
+    /// The shape of a launch of `kernel` on `device` for `items` (see `items_of`), checked
+    /// against the device's limits.
+    pub(crate) fn shape_on(
+        &self,
+        kernel: &'static Kernel,
+        device: &Device,
+        items: (u64, u64),
+    ) -> Result<Shape> {
+        self.resolve(kernel, device, &device.limits(), items)
     }
 
     /// Fill in the unset parts (a default grid covers `items`: elements and their size) and
@@ -184,6 +195,24 @@ impl<'d> Launch<'d> {
     }
 }
 
+/// Refuses `args` that cannot be passed (`KernelArg::refused`) or that share written device
+/// memory (`crate::aliasing`), naming the argument: what every launch checks of its arguments
+/// before anything moves.
+pub(crate) fn check_arguments(kernel: &'static Kernel, args: &[KernelArg<'_>]) -> Result<()> {
+    if let Some((i, reason)) = args
+        .iter()
+        .enumerate()
+        .find_map(|(i, a)| Some((i, a.refused.as_ref()?)))
+    {
+        return Err(Error::InvalidArgument {
+            kernel: kernel.name,
+            argument: kernel.params.get(i).copied().unwrap_or("?"),
+            reason: reason.clone(),
+        });
+    }
+    crate::aliasing::check_disjoint(kernel, args)
+}
+
 /// Elements per thread of a default GPU launch, as the kernel's `ThreadShare` says. One for a
 /// kernel that scatters, whose threads would otherwise wait out one index load after another
 /// (H200, examples/parity: scatter f64 at 1.11x CUDA C's time with four elements per thread,
@@ -218,6 +247,21 @@ fn default_items(args: &[KernelArg<'_>]) -> (u64, u64) {
     };
     let (len, size) = longest(true).or_else(|| longest(false)).unwrap_or((1, 1));
     (len as u64, size as u64)
+}
+
+/// `check_entry` for a launch of `kernel` on `device`, as the launch's error.
+pub(crate) fn check_fits_entry(
+    kernel: &'static Kernel,
+    device: &Device,
+    shape: Shape,
+    entry: &Entry,
+) -> Result<()> {
+    let limit = device.limits().max_shared_per_block;
+    check_entry(shape, &entry.limits, limit).map_err(|reason| Error::InvalidLaunch {
+        kernel: kernel.name,
+        device: device.name().to_string(),
+        reason,
+    })
 }
 
 /// Checks a shape the device accepts against the kernel's entry: a kernel that needs many
@@ -481,7 +525,7 @@ pub(crate) mod tests {
             }
         }
 
-        static GOOD: ImageSet = ImageSet {
+        pub(crate) static GOOD: ImageSet = ImageSet {
             images: &[image(b"an image")],
             kernels: &["fill", "other", "missing_entry"],
             unavailable: None,
@@ -496,7 +540,7 @@ pub(crate) mod tests {
             kernels: &[],
             unavailable: Some("no device toolchain"),
         };
-        const fn kernel(name: &'static str, images: &'static ImageSet) -> Kernel {
+        pub(crate) const fn kernel(name: &'static str, images: &'static ImageSet) -> Kernel {
             Kernel {
                 name,
                 images,
@@ -558,7 +602,7 @@ pub(crate) mod tests {
         }
 
         /// `panicked at src/kernels.rs:12:20` in block 3, thread 231.
-        fn record() -> PanicRecord {
+        pub(crate) fn record() -> PanicRecord {
             let mut file = [0; PANIC_FILE_BYTES];
             file[..14].copy_from_slice(b"src/kernels.rs");
             PanicRecord {

@@ -42,6 +42,7 @@ pub mod ordering;
 mod output_backup;
 mod pinned;
 mod prepared;
+pub mod prepared_enqueue;
 mod present;
 mod region;
 mod report;

@@ -9,14 +9,15 @@
 //! stays on one queue records none. Such an event marks a later point of the other queue than the
 //! use itself, so the wait may be longer than needed, never too short.
 //!
-//! The uses of one launch are claimed (their locks held, in address order) from before its waits
-//! until its work is queued, so that two threads queueing on the same data cannot miss each other.
+//! The uses of one launch are claimed (their locks held) from before its waits until its work is
+//! queued, so that two threads queueing on the same data cannot miss each other. Locks are taken
+//! without waiting, or else all in address order, so two claims never wait for each other.
 
 use crate::backend::Backend;
 use crate::Result;
 use smallvec::SmallVec;
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
-use std::sync::{Arc, Mutex, MutexGuard, Weak};
+use std::sync::{Arc, Mutex, MutexGuard, TryLockError, Weak};
 
 /// Whether uses are tracked; off only through [`set_tracking`].
 static TRACKING: AtomicBool = AtomicBool::new(true);
@@ -158,12 +159,31 @@ pub(crate) struct Claim<'u> {
 
 impl<'u> Claim<'u> {
     /// Claim `uses`, each once (written if any use writes it).
-    pub(crate) fn of(uses: impl Iterator<Item = (&'u Uses, bool)>) -> Claim<'u> {
+    pub(crate) fn of(uses: impl Iterator<Item = (&'u Uses, bool)> + Clone) -> Claim<'u> {
         if !TRACKING.load(Relaxed) {
             return Claim {
                 held: SmallVec::new(),
             };
         }
+        // Uncontended, in the order they come, without waiting: no two claims can then wait for
+        // each other's locks. A lock held elsewhere (or twice here: the same data passed twice)
+        // gives them all back, to be taken in address order.
+        let mut held = SmallVec::new();
+        for (u, write) in uses.clone() {
+            match u.in_flight.try_lock() {
+                Ok(guard) => held.push((guard, write)),
+                Err(TryLockError::Poisoned(p)) => held.push((p.into_inner(), write)),
+                Err(TryLockError::WouldBlock) => {
+                    drop(held);
+                    return Self::in_address_order(uses);
+                }
+            }
+        }
+        Claim { held }
+    }
+
+    /// Claim `uses` waiting for their locks, taken in address order, each once.
+    fn in_address_order(uses: impl Iterator<Item = (&'u Uses, bool)>) -> Claim<'u> {
         // Kept in address order as they come, each once: one order for every thread, so no
         // two claims wait for each other's locks.
         let mut distinct: SmallVec<[(&'u Uses, bool); INLINE_CLAIMS]> = SmallVec::new();
@@ -220,7 +240,38 @@ impl<'u> Claim<'u> {
 
 #[cfg(test)]
 mod tests {
-    use super::InFlight;
+    use super::{Claim, InFlight, Uses};
+    use std::time::Duration;
+
+    #[test]
+    fn data_passed_twice_is_claimed_once_written_if_either_use_writes() {
+        let (u, other) = (Uses::default(), Uses::default());
+        let claim = Claim::of([(&u, false), (&other, false), (&u, true)].into_iter());
+        let held: Vec<bool> = claim.held.iter().map(|(_, write)| *write).collect();
+        assert_eq!(held.len(), 2);
+        let u_first = (&u as *const Uses) < (&other as *const Uses);
+        assert_eq!(
+            held,
+            if u_first {
+                [true, false]
+            } else {
+                [false, true]
+            }
+        );
+    }
+
+    #[test]
+    fn a_claim_waits_for_data_claimed_elsewhere() {
+        let (a, b) = (Uses::default(), Uses::default());
+        let elsewhere = b.claim(true);
+        std::thread::scope(|s| {
+            let claiming = s.spawn(|| Claim::of([(&a, false), (&b, false)].into_iter()).held.len());
+            std::thread::sleep(Duration::from_millis(50));
+            assert!(!claiming.is_finished(), "b is held");
+            drop(elsewhere);
+            assert_eq!(claiming.join().unwrap(), 2);
+        });
+    }
 
     fn waits(f: &InFlight<char>, queue: char, write: bool) -> Vec<char> {
         let mut into = Vec::new();

@@ -25,7 +25,7 @@
 //! it. The host device runs each launch when it is queued, so its streams are complete when a
 //! call returns.
 
-use crate::backend::{Backend, DevicePtr, NativeQueue, QueueEvent, Shape};
+use crate::backend::{Backend, DevicePtr, NativeQueue, PackedArgs, QueueEvent, Shape};
 use crate::device::{check_resident, Device};
 use crate::device_slice::{DeviceSlice, ScopeAllocation};
 use crate::graph::{Graph, Recording, ReplayQueue};
@@ -37,13 +37,13 @@ use crate::ordering::Uses;
 use crate::report::LaunchReport;
 use crate::stream_mode::{Records, Runs, StreamMode};
 use crate::trace::{self, CopySource, LaunchSummary};
-use crate::transfer::{kernel_failed, pack, HostData};
+use crate::transfer::{kernel_failed, pack_into, HostData};
 use crate::{Error, Result};
 use offload_kernel::DeviceCopy;
 use std::marker::PhantomData;
 use std::mem::{size_of, size_of_val};
 use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -93,6 +93,7 @@ impl<'scope> StreamScope<'scope, '_> {
             allocations: Mutex::new(Vec::new()),
             recording: Mutex::new(None),
             is_recording: AtomicBool::new(false),
+            launched_taken: AtomicU64::new(0),
         });
         self.queues
             .lock()
@@ -128,6 +129,9 @@ struct Queue {
     /// Whether `recording` holds one: read by every launch and call on the stream, without
     /// taking the lock when it does not. Changed with the lock held.
     is_recording: AtomicBool,
+    /// How many times `synchronize` took `launched` (changed with its lock held): a launch
+    /// prepared once that noted its kernel under the same count finds it there still.
+    launched_taken: AtomicU64,
 }
 
 impl ReplayQueue for Queue {
@@ -149,8 +153,22 @@ impl ReplayQueue for Queue {
 
 impl Queue {
     /// Note a kernel queued, unless it is the one noted last: a loop of the same launch keeps
-    /// one entry (the panic record is per image, the names are for messages).
-    fn note_launched(&self, kernel: &'static str, image: &Arc<LoadedImage>) {
+    /// one entry (the panic record is per image, the names are for messages). A launch prepared
+    /// once passes the `launched_taken` count under which it noted its kernel last (`noted`),
+    /// and takes no lock while the count is unchanged: its entry is still there for the next
+    /// `synchronize`, which takes the list only after this launch was queued (it would have
+    /// changed the count before).
+    fn note_launched(
+        &self,
+        kernel: &'static str,
+        image: &Arc<LoadedImage>,
+        noted: Option<&mut u64>,
+    ) {
+        if let Some(noted) = &noted {
+            if self.launched_taken.load(Ordering::SeqCst) == **noted {
+                return;
+            }
+        }
         let mut launched = self.launched.lock().unwrap_or_else(|p| p.into_inner());
         let repeated = launched
             .last()
@@ -158,13 +176,19 @@ impl Queue {
         if !repeated {
             launched.push((kernel, image.clone()));
         }
+        if let Some(noted) = noted {
+            *noted = self.launched_taken.load(Ordering::SeqCst);
+        }
     }
 
     /// Wait for the queued work, then report a kernel that panicked in it.
     fn synchronize(&self) -> Result<()> {
         let backend = &*self.backend;
-        let launched =
-            std::mem::take(&mut *self.launched.lock().unwrap_or_else(|p| p.into_inner()));
+        let launched = {
+            let mut launched = self.launched.lock().unwrap_or_else(|p| p.into_inner());
+            self.launched_taken.fetch_add(1, Ordering::SeqCst);
+            std::mem::take(&mut *launched)
+        };
         let failed = |kernel: &'static str, message: String| Error::KernelFailed {
             kernel,
             device: backend.name().to_string(),
@@ -223,12 +247,6 @@ impl<'scope, M: StreamMode> Stream<'scope, M> {
 }
 
 impl<'scope> Stream<'scope> {
-    /// Another handle of this stream (for BLAS calls on it).
-    #[cfg(feature = "cublas")]
-    pub(crate) fn handle(&self) -> Stream<'scope> {
-        Stream::on(self.queue.clone())
-    }
-
     /// Wait until everything queued so far has run; `Err(KernelFailed)` if a kernel of it
     /// panicked or faulted.
     pub fn synchronize(&self) -> Result<()> {
@@ -363,7 +381,7 @@ impl<'scope> Stream<'scope> {
                 len,
                 ..
             } => {
-                check_resident(what, device.id(), device.name(), on)?;
+                check_resident(what, device, on)?;
                 Ok((addr, len))
             }
             _ => Err(Error::InvalidArgument {
@@ -475,12 +493,7 @@ impl<'scope> Stream<'scope> {
     pub fn to_vec<T: DeviceCopy>(&self, src: DeviceSlice<'scope, T>) -> Result<Vec<T>> {
         self.refuse_while_recording("offload::Stream::to_vec")?;
         let device = &self.queue.device;
-        check_resident(
-            "offload::Stream::to_vec",
-            device.id(),
-            device.name(),
-            src.device_id,
-        )?;
+        check_resident("offload::Stream::to_vec", device, src.device_id)?;
         // SAFETY: the `DeviceCopy` contract makes all-zero bytes a valid `T`.
         let mut out = vec![unsafe { std::mem::zeroed() }; src.len()];
         let arg = InArg::into_kernel_arg(src);
@@ -560,10 +573,28 @@ pub fn enqueue<M: StreamMode>(
     launch: Launch<'_>,
     args: &mut [KernelArg<'_>],
 ) -> Result<()> {
-    let device = &stream.queue.device;
-    if let Some(named) = launch.device {
-        if named.id() != device.id() {
-            return Err(Error::InvalidLaunch {
+    let device = stream.check_launch_device(kernel, &launch)?;
+    let (shape, entry) = launch.prepare(kernel, device, args)?;
+    let mut params = PackedArgs::with_capacity(args.len() * 2);
+    stream.queue_kernel(kernel, &entry, shape, args, &mut params, None)
+}
+
+impl<'scope, M: StreamMode> Stream<'scope, M> {
+    /// Another handle of this stream, in the same mode (for BLAS calls on it; a launch prepared
+    /// once keeps one).
+    pub(crate) fn another(&self) -> Self {
+        Stream::on(self.queue.clone())
+    }
+
+    /// The stream's device, unless `launch` names another one.
+    pub(crate) fn check_launch_device(
+        &self,
+        kernel: &'static Kernel,
+        launch: &Launch<'_>,
+    ) -> Result<&Device> {
+        let device = &self.queue.device;
+        match launch.device {
+            Some(named) if named.id() != device.id() => Err(Error::InvalidLaunch {
                 kernel: kernel.name,
                 device: named.name().to_string(),
                 reason: format!(
@@ -571,58 +602,74 @@ pub fn enqueue<M: StreamMode>(
                     named.name(),
                     device.name()
                 ),
-            });
+            }),
+            _ => Ok(device),
         }
     }
-    let (shape, entry) = launch.prepare(kernel, device, args)?;
-    let backend = &*stream.queue.backend;
-    let mut recording = stream
-        .queue
-        .is_recording
-        .load(Ordering::Acquire)
-        .then(|| stream.recording());
-    if let Some(recording) = recording.as_mut().and_then(|r| r.as_mut()) {
-        // A running handle's arguments are borrowed for the call only: a graph could outlive
-        // them.
-        if !M::RECORDS {
-            return Err(Error::InvalidLaunch {
-                kernel: kernel.name,
-                device: device.name().to_string(),
-                reason: "the stream is recording: enqueue on the handle that record_graph gives \
-                         its body"
-                    .to_string(),
-            });
+
+    /// Queue `entry` of `kernel` in `shape` with `args`, checked (`Launch::prepare`), packing
+    /// its parameters into `params`; while the stream records, add it to the graph instead.
+    /// `noted`: a launch prepared once's count for `Queue::note_launched`.
+    pub(crate) fn queue_kernel(
+        &self,
+        kernel: &'static Kernel,
+        entry: &Entry,
+        shape: Shape,
+        args: &[KernelArg<'_>],
+        params: &mut PackedArgs,
+        noted: Option<&mut u64>,
+    ) -> Result<()> {
+        let device = &self.queue.device;
+        let backend = &*self.queue.backend;
+        let mut recording = self
+            .queue
+            .is_recording
+            .load(Ordering::Acquire)
+            .then(|| self.recording());
+        if let Some(recording) = recording.as_mut().and_then(|r| r.as_mut()) {
+            // A running handle's arguments are borrowed for the call only: a graph could outlive
+            // them.
+            if !M::RECORDS {
+                return Err(Error::InvalidLaunch {
+                    kernel: kernel.name,
+                    device: device.name().to_string(),
+                    reason: "the stream is recording: enqueue on the handle that record_graph \
+                             gives its body"
+                        .to_string(),
+                });
+            }
+            return recording.add(backend, device, kernel, entry, shape, args);
         }
-        return recording.add(backend, device, kernel, &entry, shape, args);
+        drop(recording);
+        let mut report = LaunchReport::new(kernel.name, shape);
+        let mut buffers = Vec::new();
+        let mut summary = LaunchSummary::default();
+        let queued = queue_launch(
+            self,
+            kernel,
+            entry,
+            shape,
+            args,
+            params,
+            &mut buffers,
+            &mut report,
+            &mut summary,
+        );
+        for ptr in buffers {
+            // SAFETY: allocated above on this queue; the release is ordered after the work
+            // queued on it, which is the only user of the buffer.
+            unsafe { backend.free(ptr) };
+        }
+        queued?;
+        self.queue.note_launched(kernel.name, &entry.image, noted);
+        if device.memory_is_host() {
+            trace::host_launch(device.name(), &report);
+        } else {
+            trace::queued_launch(device.name(), &report, &summary);
+        }
+        crate::report::record(report, device.name());
+        Ok(())
     }
-    drop(recording);
-    let mut report = LaunchReport::new(kernel.name, shape);
-    let mut buffers = Vec::new();
-    let mut summary = LaunchSummary::default();
-    let queued = queue_launch(
-        stream,
-        kernel,
-        &entry,
-        shape,
-        args,
-        &mut buffers,
-        &mut report,
-        &mut summary,
-    );
-    for ptr in buffers {
-        // SAFETY: allocated above on this queue; the release is ordered after the work queued
-        // on it, which is the only user of the buffer.
-        unsafe { backend.free(ptr) };
-    }
-    queued?;
-    stream.queue.note_launched(kernel.name, &entry.image);
-    if device.memory_is_host() {
-        trace::host_launch(device.name(), &report);
-    } else {
-        trace::queued_launch(device.name(), &report, &summary);
-    }
-    crate::report::record(report, device.name());
-    Ok(())
 }
 
 /// Queue the copies in, the kernel and the copies back; `buffers` gets every allocation, to be
@@ -637,6 +684,7 @@ fn queue_launch<M: StreamMode>(
     entry: &Entry,
     shape: Shape,
     args: &[KernelArg<'_>],
+    params: &mut PackedArgs,
     buffers: &mut Vec<DevicePtr>,
     report: &mut LaunchReport,
     summary: &mut LaunchSummary,
@@ -656,7 +704,7 @@ fn queue_launch<M: StreamMode>(
         }
         Ok::<(), Error>(())
     };
-    let (params, resident) = pack(device, kernel.name, args, |data| match data {
+    let resident = pack_into(params, device, kernel.name, args, |data| match data {
         HostData::Input {
             present_only: true, ..
         } => Err(Error::InvalidLaunch {
@@ -702,7 +750,7 @@ fn queue_launch<M: StreamMode>(
     // SAFETY: `params` were packed from the arguments of this kernel's launcher; the buffers
     // they name are freed after the queued work, and the host data they name stays borrowed for
     // the stream's scope.
-    unsafe { backend.launch(entry.handle, shape, &params) }
+    unsafe { backend.launch(entry.handle, shape, params) }
         .map_err(|e| kernel_failed(kernel.name, e))?;
     claim.queued_on(&stream.queue.backend);
     for (host, d, bytes) in copy_back {

@@ -155,11 +155,24 @@ pub(crate) fn pack(
     device: &Device,
     kernel: &'static str,
     args: &[KernelArg<'_>],
-    mut place: impl FnMut(HostData) -> Result<DevicePtr>,
+    place: impl FnMut(HostData) -> Result<DevicePtr>,
 ) -> Result<(PackedArgs, usize)> {
+    let mut params = PackedArgs::with_capacity(args.len() * 2);
+    let resident = pack_into(&mut params, device, kernel, args, place)?;
+    Ok((params, resident))
+}
+
+/// [`pack`] into `params`, emptied first (a launch prepared once reuses its buffer).
+pub(crate) fn pack_into(
+    params: &mut PackedArgs,
+    device: &Device,
+    kernel: &'static str,
+    args: &[KernelArg<'_>],
+    mut place: impl FnMut(HostData) -> Result<DevicePtr>,
+) -> Result<usize> {
     let host_memory = device.memory_is_host();
     let in_place = |ptr: *const u8| DevicePtr(ptr as usize as u64);
-    let mut params = PackedArgs::with_capacity(args.len() * 2);
+    params.clear();
     let mut resident = 0;
     for arg in args {
         let (device_ptr, len) = match arg.data {
@@ -174,7 +187,7 @@ pub(crate) fn pack(
                 len,
                 ..
             } => {
-                check_resident(kernel, device.id(), device.name(), on)?;
+                check_resident(kernel, device, on)?;
                 resident += 1;
                 (DevicePtr(addr), len)
             }
@@ -218,7 +231,7 @@ pub(crate) fn pack(
             params.push_word(extent);
         }
     }
-    Ok((params, resident))
+    Ok(resident)
 }
 
 /// Run `entry` (of `kernel`) on `device` in `shape` with `args`: place the data, launch, wait,

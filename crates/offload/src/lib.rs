@@ -146,6 +146,7 @@ pub mod __private {
     pub use offload_runtime::kernel::{Kernel, KernelArg, ThreadShare};
     pub use offload_runtime::launch::launch;
     pub use offload_runtime::ordering::set_tracking;
+    pub use offload_runtime::prepared_enqueue::{prepare, PreparedEnqueue};
     pub use offload_runtime::stream::enqueue;
 }
 

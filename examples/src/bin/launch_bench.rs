@@ -1,10 +1,13 @@
 //! Launch cost against the raw CUDA driver, measured in the same run (issue 11, item 3): the
 //! kernels' own image loaded with `cuModuleLoadData` and launched with `cuLaunchKernel` on a
 //! stream of its own is the reference. Prints, never asserts:
-//! - queueing on a stream (`enqueue` of saxpy, 256 elements, on device slices) against
-//!   `cuLaunchKernel` (goal ≤ 1.1×);
+//! - queueing on a stream (saxpy, 256 elements, on device slices), through the generic `enqueue`
+//!   and through a launch prepared once (`saxpy::prepare`), against `cuLaunchKernel` (goal ≤ 1.1×);
 //! - a plain launch on `DeviceVec`s against `cuLaunchKernel` + `cuStreamSynchronize` (goal ≤ raw
 //!   + 1 µs);
+//!
+//!   these two in interleaved rounds (a batch of ours, then one of the reference), the median of
+//!   the rounds' ratios printed;
 //! - a plain launch with its copies (saxpy, 256 elements in and out of host `Vec`s) against the
 //!   same copies, launch and synchronize done raw (goal ≤ 1.2×);
 //! - Jacobi 4096² in a data region against the kernel-only time of the same launches (CUDA
@@ -70,16 +73,21 @@ fn micros(time: Duration) -> f64 {
 
 /// Per-iteration time of `BATCH` calls of `step`, then `settle` (untimed).
 fn batch(
-    mut step: impl FnMut() -> Result<()>,
+    step: impl FnMut() -> Result<()>,
     settle: impl FnOnce() -> Result<()>,
 ) -> Result<Duration> {
-    let start = Instant::now();
-    for _ in 0..BATCH {
-        step()?;
-    }
-    let time = start.elapsed() / BATCH;
+    let time = batch_of(BATCH, step)?;
     settle()?;
     Ok(time)
+}
+
+/// Per-iteration time of `calls` calls of `step`.
+fn batch_of(calls: u32, mut step: impl FnMut() -> Result<()>) -> Result<Duration> {
+    let start = Instant::now();
+    for _ in 0..calls {
+        step()?;
+    }
+    Ok(start.elapsed() / calls)
 }
 
 /// A launch figure's goal: a ratio, or microseconds (above the reference, or in all), which
@@ -174,49 +182,160 @@ fn raw_saxpy(
     unsafe { raw.launch(saxpy, 1, N as u32, &mut pointers) }
 }
 
+/// Rounds of interleaved batches in the launch-cost figures: each round times a batch of ours
+/// and then a batch of the raw reference, so that both see the same state of the machine; the
+/// median of the rounds' ratios is the figure, resolving 0.1 µs where the best of a few long
+/// batches swung by 0.4 µs between invocations.
+const PAIRED_ROUNDS: usize = 100;
+/// Calls per batch of a round.
+const PAIRED_BATCH: u32 = 100;
+
+/// Per-call times of the rounds of one figure: ours and the reference's, in µs.
+#[derive(Default)]
+struct Paired {
+    ours: Vec<f64>,
+    raw: Vec<f64>,
+}
+
+impl Paired {
+    /// Time a batch of `ours`, wait (`settle`, untimed), then a batch of `raw` and wait.
+    fn round(
+        &mut self,
+        ours: impl FnMut() -> Result<()>,
+        raw: impl FnMut() -> Result<()>,
+        settle: impl FnOnce() -> Result<()>,
+        raw_settle: impl FnOnce() -> Result<()>,
+    ) -> Result<()> {
+        self.ours.push(micros(batch_of(PAIRED_BATCH, ours)?));
+        settle()?;
+        self.raw.push(micros(batch_of(PAIRED_BATCH, raw)?));
+        raw_settle()
+    }
+
+    fn ratios(&self) -> Vec<f64> {
+        sorted(self.ours.iter().zip(&self.raw).map(|(o, r)| o / r))
+    }
+
+    fn excesses(&self) -> Vec<f64> {
+        sorted(self.ours.iter().zip(&self.raw).map(|(o, r)| o - r))
+    }
+}
+
+fn sorted(values: impl Iterator<Item = f64>) -> Vec<f64> {
+    let mut v: Vec<f64> = values.collect();
+    v.sort_by(f64::total_cmp);
+    v
+}
+
+/// The value at fraction `q` of sorted `v` (0.5: the median).
+fn quantile(v: &[f64], q: f64) -> f64 {
+    v[((v.len() - 1) as f64 * q).round() as usize]
+}
+
+/// A figure from interleaved rounds: the medians of ours, the reference's, the ratio of each
+/// round and the difference; the ratio's 10th–90th percentile over the rounds beside it.
+fn report_paired(what: &str, paired: &Paired, reference: &str, goal: LaunchGoal) {
+    let (ratios, excesses) = (paired.ratios(), paired.excesses());
+    let (o, r) = (
+        quantile(&sorted(paired.ours.iter().copied()), 0.5),
+        quantile(&sorted(paired.raw.iter().copied()), 0.5),
+    );
+    let (ratio, excess) = (quantile(&ratios, 0.5), quantile(&excesses, 0.5));
+    let (goal, text) = match goal {
+        LaunchGoal::Ratio(g) => (Goal::AtMost(g), format!("<= {g}x")),
+        LaunchGoal::MicrosAbove(us) => (Goal::AtMost((r + us) / r), format!("<= raw + {us} us")),
+        LaunchGoal::MicrosAt(us) => (Goal::AtMost(us / r), format!("<= {us} us")),
+        LaunchGoal::None => (Goal::None, "-".to_string()),
+    };
+    println!(
+        "  {what:<44} {o:7.2} us   {reference:<36} {r:7.2} us   ratio {ratio:.3} (rounds \
+         {:.3}-{:.3})  ({excess:+.2} us; goal {text})",
+        quantile(&ratios, 0.1),
+        quantile(&ratios, 0.9),
+    );
+    Ratio::print(
+        "launch_bench",
+        what.trim(),
+        reference,
+        Measure::Time,
+        ratio,
+        goal,
+    );
+}
+
 fn queueing(device: &Device, raw: &RawDriver, saxpy: RawFunction) -> Result<()> {
     let (x, y) = (vec![1.0f32; N], vec![2.0f32; N]);
     let mut params = raw_buffers(raw, &x, &y)?;
-    let (mut ours, mut theirs) = (Duration::MAX, Duration::MAX);
-    let mut raw_failed = None;
-    offload::scope(|s| {
+    let (mut generic, mut prepared) = (Paired::default(), Paired::default());
+    let mut failed = None;
+    let result = offload::scope(|s| {
         let stream = s.stream(device)?;
         let (dx, dy) = (stream.upload(&x)?, stream.upload(&y)?);
-        let enqueue = || kernels::saxpy::enqueue(&stream, Launch::on(device), 1.0, dx, dy);
+        let mut handle = kernels::saxpy::prepare(&stream, Launch::on(device))?;
         for _ in 0..10 {
-            enqueue()?;
+            kernels::saxpy::enqueue(&stream, Launch::on(device), 1.0, dx, dy)?;
+            handle.enqueue(1.0, dx, dy)?;
         }
         stream.synchronize()?;
-        for _ in 0..ROUNDS {
-            let start = Instant::now();
-            for _ in 0..BATCH {
-                enqueue()?;
-            }
-            ours = ours.min(start.elapsed() / BATCH);
-            stream.synchronize()?;
-            match batch(
-                || Ok(raw_saxpy(raw, saxpy, &mut params)?),
-                || Ok(raw.synchronize()?),
-            ) {
-                Ok(t) => theirs = theirs.min(t),
-                Err(e) => {
-                    raw_failed = Some(e);
-                    break;
-                }
+        for _ in 0..PAIRED_ROUNDS {
+            let rounds = generic
+                .round(
+                    || {
+                        Ok(kernels::saxpy::enqueue(
+                            &stream,
+                            Launch::on(device),
+                            1.0,
+                            dx,
+                            dy,
+                        )?)
+                    },
+                    || Ok(raw_saxpy(raw, saxpy, &mut params)?),
+                    || Ok(stream.synchronize()?),
+                    || Ok(raw.synchronize()?),
+                )
+                .and_then(|()| {
+                    prepared.round(
+                        || Ok(handle.enqueue(1.0, dx, dy)?),
+                        || Ok(raw_saxpy(raw, saxpy, &mut params)?),
+                        || Ok(stream.synchronize()?),
+                        || Ok(raw.synchronize()?),
+                    )
+                });
+            if let Err(e) = rounds {
+                failed = Some(e);
+                break;
             }
         }
-        Ok(())
+        stream.to_vec(dy)
     })?;
-    if let Some(e) = raw_failed {
+    if let Some(e) = failed {
         return Err(e);
     }
+    // Both ways add x (ones) to y (twos) at each launch.
+    let launches = 20 + 2 * PAIRED_ROUNDS * PAIRED_BATCH as usize;
+    let expected = 2.0 + launches as f32;
+    if result.iter().any(|&v| v != expected) {
+        return Err(format!(
+            "saxpy queued {launches} times gave {} (expected {expected})",
+            result[0]
+        )
+        .into());
+    }
     free_raw(raw, &params)?;
-    println!("launch cost, saxpy of {N} elements, best of {ROUNDS} batches of {BATCH}:");
-    report(
+    println!(
+        "launch cost, saxpy of {N} elements, median of {PAIRED_ROUNDS} rounds of {PAIRED_BATCH} \
+         ours then {PAIRED_BATCH} raw:"
+    );
+    report_paired(
         "queue on a stream (enqueue, device slices)",
-        ours,
+        &generic,
         "cuLaunchKernel",
-        theirs,
+        LaunchGoal::Ratio(1.1),
+    );
+    report_paired(
+        "queue on a stream (prepared, device slices)",
+        &prepared,
+        "cuLaunchKernel",
         LaunchGoal::Ratio(1.1),
     );
     Ok(())
@@ -227,32 +346,33 @@ fn resident_launch(device: &Device, raw: &RawDriver, saxpy: RawFunction) -> Resu
     let mut params = raw_buffers(raw, &x, &y)?;
     let dx = DeviceVec::from_slice(device, &x)?;
     let mut dy = DeviceVec::from_slice(device, &y)?;
-    let mut launch = || -> Result<()> {
-        Ok(kernels::saxpy::launch(
-            Launch::on(device),
-            1.0,
-            &dx,
-            &mut dy,
-        )?)
-    };
     for _ in 0..10 {
-        launch()?;
+        kernels::saxpy::launch(Launch::on(device), 1.0, &dx, &mut dy)?;
     }
-    let (mut ours, mut theirs) = (Duration::MAX, Duration::MAX);
-    for _ in 0..ROUNDS {
-        ours = ours.min(batch(&mut launch, || Ok(()))?);
-        let raw_step = || {
-            raw_saxpy(raw, saxpy, &mut params)?;
-            Ok(raw.synchronize()?)
-        };
-        theirs = theirs.min(batch(raw_step, || Ok(()))?);
+    let mut paired = Paired::default();
+    for _ in 0..PAIRED_ROUNDS {
+        paired.round(
+            || {
+                Ok(kernels::saxpy::launch(
+                    Launch::on(device),
+                    1.0,
+                    &dx,
+                    &mut dy,
+                )?)
+            },
+            || {
+                raw_saxpy(raw, saxpy, &mut params)?;
+                Ok(raw.synchronize()?)
+            },
+            || Ok(()),
+            || Ok(()),
+        )?;
     }
     free_raw(raw, &params)?;
-    report(
+    report_paired(
         "plain launch on DeviceVecs",
-        ours,
+        &paired,
         "cuLaunchKernel + cuStreamSynchronize",
-        theirs,
         LaunchGoal::MicrosAbove(1.0),
     );
     Ok(())

@@ -318,6 +318,74 @@ pub fn device_slices_chain_kernels_on_streams(device: &Device) {
     );
 }
 
+/// Launches prepared once (`saxpy::prepare`) give the generic `enqueue`'s results, host data
+/// (copied in and back) and device slices alike, on two streams whose device data they order;
+/// sizes that differ get their own default grids; bad arguments are refused with the generic
+/// path's errors and queue nothing.
+pub fn prepared_launches_give_the_enqueue_result(device: &Device) {
+    let n = 100_003;
+    let x = floats(n, 70);
+    let y0 = floats(n, 71);
+    let (mut host_y, mut short_y) = (y0.clone(), y0[..1000].to_vec());
+    let (mut chained, mut refused, mut small) = (vec![0.0f32; n], y0.clone(), vec![9.0f32; 10]);
+    offload::scope(|s| {
+        let (a, b) = (s.stream(device)?, s.stream(device)?);
+        let mut on_a = saxpy::prepare(&a, Launch::auto())?;
+        let mut on_b = saxpy::prepare(&b, Launch::on(device).block(128))?;
+        on_a.enqueue(2.0, &x, &mut host_y)?;
+        on_a.enqueue(2.0, &x[..1000], &mut short_y)?;
+        let (dx, dy) = (a.upload(&x)?, a.upload(&y0)?);
+        for _ in 0..3 {
+            on_a.enqueue(0.5, dx, dy)?;
+            on_b.enqueue(-0.25, dx, dy)?;
+        }
+        b.download(dy, &mut chained)?;
+        match on_a.enqueue(1.0, dy, dy) {
+            Err(Error::InvalidArgument { argument, .. }) => assert_eq!(argument, "x"),
+            other => panic!("expected InvalidArgument for aliased slices, got {other:?}"),
+        }
+        // Zeroed on b, written on a: a waits for b.
+        let dsmall = b.alloc_zeroed::<f32>(10)?;
+        on_a.enqueue(1.0, dx.slice(0..10)?, dsmall)?;
+        a.download(dsmall, &mut small)?;
+        b.download(dy, &mut refused)?;
+        Ok(())
+    })
+    .unwrap();
+    let mut expected = y0.clone();
+    reference::saxpy(2.0, &x, &mut expected);
+    assert!(
+        bits(&host_y) == bits(&expected),
+        "host data on {}",
+        device.name()
+    );
+    assert!(
+        bits(&short_y) == bits(&expected[..1000]),
+        "1000 elements on {}",
+        device.name()
+    );
+    let mut expected = y0.clone();
+    for _ in 0..3 {
+        reference::saxpy(0.5, &x, &mut expected);
+        reference::saxpy(-0.25, &x, &mut expected);
+    }
+    assert!(
+        bits(&chained) == bits(&expected),
+        "device slices on two streams on {}",
+        device.name()
+    );
+    assert!(
+        bits(&refused) == bits(&expected),
+        "the refused launch queued nothing on {}",
+        device.name()
+    );
+    assert!(
+        bits(&small) == bits(&x[..10]),
+        "10 elements on {}",
+        device.name()
+    );
+}
+
 /// One device slice passed as a kernel's read-only `x` and its written `y` is refused before
 /// anything is queued: the slice keeps its uploaded values.
 pub fn aliased_device_slices_are_refused(device: &Device) {

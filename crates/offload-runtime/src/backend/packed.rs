@@ -54,6 +54,12 @@ impl PackedArgs {
         }
     }
 
+    /// Empty, keeping the buffers' room for the next launch's parameters.
+    pub fn clear(&mut self) {
+        self.bytes.clear();
+        self.params.clear();
+    }
+
     /// Append a parameter: the `size` bytes at `value`, at the next multiple of `align` (a power
     /// of two).
     ///
