@@ -5,6 +5,8 @@
 //! the second iterator's pending item in memory (a local-memory store and load per element on
 //! the GPU): a physics update with two outputs ran 1.2–1.5× slower than CUDA C that way.
 
+use crate::index::GridStride;
+use crate::output_saving::before_writing;
 use crate::thread_slice::ThreadSlice;
 use core::marker::PhantomData;
 
@@ -27,13 +29,14 @@ impl<'a, T> ThreadSlice<'a, T> {
             self.offset() == other.offset(),
             "iter_mine_with: the two views start at different indices of their parameters"
         );
-        let (next, stride) = self.first_mine();
+        let indices = GridStride::mine(self.len().min(other.len()), self.offset());
+        let (first, second) = (self.raw_ptr(), other.raw_ptr());
+        before_writing(first, &indices);
+        before_writing(second, &indices);
         MineWith {
-            first: self.as_mut_ptr(),
-            second: other.as_mut_ptr(),
-            len: self.len().min(other.len()),
-            next,
-            stride,
+            first,
+            second,
+            indices,
             _borrow: PhantomData,
         }
     }
@@ -43,9 +46,7 @@ impl<'a, T> ThreadSlice<'a, T> {
 pub struct MineWith<'s, T, U> {
     first: *mut T,
     second: *mut U,
-    len: usize,
-    next: usize,
-    stride: usize,
+    indices: GridStride,
     _borrow: PhantomData<(&'s mut [T], &'s mut [U])>,
 }
 
@@ -54,18 +55,34 @@ impl<'s, T, U> Iterator for MineWith<'s, T, U> {
 
     #[inline(always)]
     fn next(&mut self) -> Option<Self::Item> {
-        let i = self.next;
-        if i < self.len {
-            self.next = i + self.stride;
-            // SAFETY: i is below both lengths; each index is yielded once per iterator and
-            // belongs to this thread alone (i ≡ global_id mod global_threads), and both slices
-            // are borrowed mutably for 's.
-            Some((i, unsafe { &mut *self.first.add(i) }, unsafe {
-                &mut *self.second.add(i)
-            }))
-        } else {
-            None
-        }
+        let next = self.indices.next();
+        let (first, second) = (element(self.first, next), element(self.second, next));
+        // SAFETY: i is below both lengths; each index is yielded once per iterator and belongs
+        // to the threads of this call alone (i ≡ global_id mod global_threads), and both slices
+        // are borrowed mutably for 's.
+        next.map(|i| unsafe { (i, &mut *first, &mut *second) })
+    }
+}
+
+/// The address of element `i` of the output at `ptr` if the walk yielded `i`, null if it
+/// yielded nothing.
+///
+/// The items, `Option<(usize, &mut T, &mut U)>`, use a null first reference as `None`. Computed
+/// only in the branch that yields `Some`, the address met the `None` null in a phi that the
+/// compiler tested against null after every index check (GPU pipelines run no jump threading):
+/// a second compare and branch per element in the PTX. As a select, the test folds into one of
+/// `ptr` itself, out of the loop.
+#[inline(always)]
+fn element<T>(ptr: *mut T, i: Option<usize>) -> *mut T {
+    // `add`, not `wrapping_add`: in bounds (or 0), so the compiler may test `ptr` for null
+    // instead of the sum.
+    // SAFETY: i is below the output's length, or 0.
+    let at = unsafe { ptr.add(i.unwrap_or(0)) };
+    // Both arms computed already: the compiler makes this a select.
+    if i.is_some() {
+        at
+    } else {
+        core::ptr::null_mut()
     }
 }
 

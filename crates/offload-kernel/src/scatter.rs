@@ -11,7 +11,7 @@
 //! - inside a kernel, `unsafe { out.scatter_mine(&index) }` on a `ThreadSlice`, when the kernel
 //!   itself knows the index is injective (one it computed).
 
-use crate::index::{global_id, global_threads};
+use crate::index::GridStride;
 use crate::thread_slice::ThreadSlice;
 use core::marker::PhantomData;
 
@@ -57,8 +57,7 @@ impl<'a, T> ThreadSlice<'a, T> {
             ptr: self.as_mut_ptr(),
             len: self.len(),
             index,
-            next: global_id(),
-            stride: global_threads(),
+            indices: GridStride::mine(index.len(), 0),
             _borrow: PhantomData,
         }
     }
@@ -111,8 +110,7 @@ impl<'a, T, I: ScatterIndex> Scattered<'a, T, I> {
             ptr: self.ptr,
             len: self.len,
             index: self.index,
-            next: global_id(),
-            stride: global_threads(),
+            indices: GridStride::mine(self.index.len(), 0),
             _borrow: PhantomData,
         }
     }
@@ -123,8 +121,8 @@ pub struct Scatter<'s, T, I> {
     ptr: *mut T,
     len: usize,
     index: &'s [I],
-    next: usize,
-    stride: usize,
+    /// The positions of `index` this thread owns.
+    indices: GridStride,
     _borrow: PhantomData<&'s mut [T]>,
 }
 
@@ -134,9 +132,9 @@ impl<'s, T, I: ScatterIndex> Iterator for Scatter<'s, T, I> {
     #[inline(always)]
     #[track_caller]
     fn next(&mut self) -> Option<Self::Item> {
-        let i = self.next;
-        let target = self.index.get(i)?.position();
-        self.next = i + self.stride;
+        let i = self.indices.next()?;
+        // SAFETY: the walk yields positions below `index.len()` only.
+        let target = unsafe { self.index.get_unchecked(i) }.position();
         assert!(target < self.len, "scatter index out of bounds");
         // SAFETY: target < len; position i is this thread's alone (i ≡ global_id mod
         // global_threads) and, by `scatter_mine`'s contract, no other position holds `target`.

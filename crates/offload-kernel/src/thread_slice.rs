@@ -18,7 +18,7 @@
 //! parameter's own. (16-byte updates share out chunks by a rule of their own, so they take a
 //! parameter of their own: `#[wide]`, a [`WideSlice`](crate::WideSlice) in the body.)
 
-use crate::index::{global_id, global_threads, GridStride};
+use crate::index::GridStride;
 use crate::output_saving::{before_writing, unnamed_access};
 use core::marker::PhantomData;
 use core::ops::{Bound, RangeBounds};
@@ -88,8 +88,10 @@ impl<'a, T> ThreadSlice<'a, T> {
 
     /// The first index of this view that the calling thread owns, and the stride to its next
     /// ones (`global_threads()`): ownership follows the parameter's indices.
+    #[cfg(any(target_arch = "nvptx64", target_arch = "amdgpu"))]
     #[inline(always)]
     pub(crate) fn first_mine(&self) -> (usize, usize) {
+        use crate::index::{global_id, global_threads};
         let (id, stride) = (global_id(), global_threads());
         // The first view index whose parameter index is congruent to this thread's id (no
         // division for whole parameters: 64-bit division is slow on GPUs).
