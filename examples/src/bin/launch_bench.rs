@@ -99,14 +99,24 @@ enum LaunchGoal {
     None,
 }
 
+impl LaunchGoal {
+    /// The goal as a ratio to a reference of `raw_us` microseconds, and as text.
+    fn against(self, raw_us: f64) -> (Goal, String) {
+        match self {
+            LaunchGoal::Ratio(g) => (Goal::AtMost(g), format!("<= {g}x")),
+            LaunchGoal::MicrosAbove(us) => (
+                Goal::AtMost((raw_us + us) / raw_us),
+                format!("<= raw + {us} us"),
+            ),
+            LaunchGoal::MicrosAt(us) => (Goal::AtMost(us / raw_us), format!("<= {us} us")),
+            LaunchGoal::None => (Goal::None, "-".to_string()),
+        }
+    }
+}
+
 fn report(what: &str, ours: Duration, reference: &str, raw: Duration, goal: LaunchGoal) {
     let (o, r) = (micros(ours), micros(raw));
-    let (goal, text) = match goal {
-        LaunchGoal::Ratio(g) => (Goal::AtMost(g), format!("<= {g}x")),
-        LaunchGoal::MicrosAbove(us) => (Goal::AtMost((r + us) / r), format!("<= raw + {us} us")),
-        LaunchGoal::MicrosAt(us) => (Goal::AtMost(us / r), format!("<= {us} us")),
-        LaunchGoal::None => (Goal::None, "-".to_string()),
-    };
+    let (goal, text) = goal.against(r);
     println!(
         "  {what:<44} {o:7.2} us   {reference:<36} {r:7.2} us   ratio {:.2}  (+{:.2} us; goal {text})",
         o / r,
@@ -241,12 +251,7 @@ fn report_paired(what: &str, paired: &Paired, reference: &str, goal: LaunchGoal)
         quantile(&sorted(paired.raw.iter().copied()), 0.5),
     );
     let (ratio, excess) = (quantile(&ratios, 0.5), quantile(&excesses, 0.5));
-    let (goal, text) = match goal {
-        LaunchGoal::Ratio(g) => (Goal::AtMost(g), format!("<= {g}x")),
-        LaunchGoal::MicrosAbove(us) => (Goal::AtMost((r + us) / r), format!("<= raw + {us} us")),
-        LaunchGoal::MicrosAt(us) => (Goal::AtMost(us / r), format!("<= {us} us")),
-        LaunchGoal::None => (Goal::None, "-".to_string()),
-    };
+    let (goal, text) = goal.against(r);
     println!(
         "  {what:<44} {o:7.2} us   {reference:<36} {r:7.2} us   ratio {ratio:.3} (rounds \
          {:.3}-{:.3})  ({excess:+.2} us; goal {text})",
