@@ -1,7 +1,7 @@
 //! Stencils written with the grid API (`#[grid(..)]` outputs) on the host backend and on the
 //! first GPU, against plain CPU loops, bit for bit: extents that are not whole 16-byte chunks,
-//! tiny grids, unaligned slices, the default launch and explicit shapes, 2D and 3D; and the
-//! error for an output whose length is not the grid's.
+//! tiny grids, unaligned slices, the default launch and explicit shapes, 2D and 3D; the error for
+//! an output whose length is not the grid's, and on the host the output of a failed launch.
 //!
 //! The GPU tests print `SKIPPED` and pass without a GPU; with `OFFLOAD_REQUIRE_GPU=1` they fail.
 
@@ -117,6 +117,32 @@ fn a_wrong_output_length_is_an_error(device: &Device) {
                 && text.contains("src/kernels/stencils.rs"),
         "{err}"
     );
+}
+
+/// A grid kernel that panics on the last row, after other rows (and other tasks' strips) were
+/// written, fails the launch and leaves its output as it was, whatever the launch shape.
+#[test]
+fn a_failed_grid_launch_leaves_the_output_as_it_was_on_the_host() {
+    let host = Device::host();
+    // 256 columns of chunks in 32 strips: more strips than one task of the host runs.
+    let grid = Grid2 {
+        width: 1024,
+        height: 256,
+        centre: 0.5,
+    };
+    let n = (grid.width * grid.height) as usize;
+    let input = values(n);
+    for launch in launches(&host) {
+        let mut out = values(n + 1)[1..].to_vec();
+        let before = out.clone();
+        let err = stencils::stencil5_tiles_past_the_end::launch(launch, grid, &input, &mut out)
+            .unwrap_err();
+        assert!(
+            matches!(&err, Error::KernelFailed { message, .. } if message.contains("index out of bounds")),
+            "{err}"
+        );
+        assert!(out == before, "a failed launch leaves its output as it was");
+    }
 }
 
 #[test]

@@ -586,21 +586,30 @@ impl GridStride {
 
 /// The runs of consecutive indices that [`next`](Iterator::next) will yield.
 #[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
+impl GridStride {
+    /// Each run, in order, as `(start, end)`: a loop over them keeps its body in the caller's
+    /// function (a closure called from two places may not be inlined, and then its captures
+    /// look to the compiler as if they could alias the caller's writes).
+    #[inline(always)]
+    pub(crate) fn runs(&self) -> impl Iterator<Item = (usize, usize)> {
+        let (len, stride, gap, run_end) = (self.len, self.stride, self.gap, self.run_end);
+        let first = (self.next < self.stop).then_some((self.next, self.stop));
+        let rest = (1..)
+            .map(move |k| {
+                let end = run_end + k * stride;
+                (end - stride + gap, end.min(len))
+            })
+            .take_while(|&(start, stop)| start < stop);
+        first.into_iter().chain(rest)
+    }
+}
+
+#[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
 impl crate::output_saving::Runs for GridStride {
     #[inline(always)]
     fn for_each_run(&self, mut f: impl FnMut(usize, usize)) {
-        if self.next < self.stop {
-            f(self.next, self.stop);
-        }
-        let mut run_end = self.run_end;
-        while run_end < self.len {
-            let start = run_end + self.gap;
-            run_end += self.stride;
-            let stop = run_end.min(self.len);
-            if start >= stop {
-                return;
-            }
-            f(start, stop);
+        for (start, end) in self.runs() {
+            f(start, end);
         }
     }
 }

@@ -5,7 +5,7 @@
 use crate::index::host_context::{run_threads, ThreadRange};
 use crate::nd::ArrayViewMut;
 use crate::output_saving::{with_output_saving, NeedsWholeBackup};
-use crate::{Dim3, ThreadSlice, WideSlice};
+use crate::{Dim3, Grid2, Grid3, GridOut2, GridOut3, ThreadSlice, WideSlice};
 use core::cell::RefCell;
 use std::vec;
 use std::vec::Vec;
@@ -82,6 +82,36 @@ fn ownership_loops_name_the_elements_they_write_before_writing() {
         for (_, e) in first.iter_mine() {
             *e = 0;
         }
+    });
+}
+
+/// The host walk of `#[grid]` outputs names the rows it writes: strips cut by the ranges (13
+/// points wide: 4 chunk columns, 40 rows, 7 threads: strips of 23 rows) and, in 3D, strips of
+/// planes whose runs of items end inside rows.
+#[test]
+fn grid_outputs_name_the_points_they_write_before_writing() {
+    let input: Vec<u32> = (0..13 * 40).collect();
+    names_what_it_writes(13 * 40, |out, len| {
+        let grid = Grid2::new(&input, 13, 40);
+        // SAFETY: `out` holds `len` elements, borrowed for the call.
+        let mut tiles =
+            unsafe { GridOut2::from_thread_slice(ThreadSlice::from_raw_parts(out, len), 13, 40) };
+        tiles.stencil(
+            &grid,
+            |p| p.at(1, 1) + p.at(-1, 0),
+            |x, y| (y * 13 + x) as u32,
+        );
+    });
+    names_what_it_writes(6 * 3 * 20, |out, len| {
+        let grid = Grid3::new(&input, 6, 3, 20);
+        // SAFETY: as above.
+        let mut tiles =
+            unsafe { GridOut3::from_thread_slice(ThreadSlice::from_raw_parts(out, len), 6, 3, 20) };
+        tiles.stencil(
+            &grid,
+            |p| p.at(0, 0, 1),
+            |x, y, z| ((z * 3 + y) * 6 + x) as u32,
+        );
     });
 }
 

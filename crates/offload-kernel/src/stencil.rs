@@ -22,13 +22,59 @@
 //! the same in every thread, and as tall as the launch lets it be with every thread busy. The
 //! default launch of a kernel with a `#[grid]` output gives each thread one strip of
 //! `MIN_STRIP_ROWS` rows ([`STRIP_BYTES`] of output).
+//!
+//! On the host the same items are walked otherwise (`rows`): a CPU core has few registers and
+//! wide vector units, and one call runs a whole range of threads, whose items are side by side
+//! in a strip. So each run of items is walked row by row, each row as one stretch of points
+//! whose interior loop reads the input rows in place, without a check per point, a loop the
+//! compiler vectorises; and the walk names the output runs it writes (`output_saving`).
 
-use crate::grid::{div_rem, Grid2, Grid3};
-use crate::index::{global_threads, GridStride};
+use crate::grid::{Grid2, Grid3};
+use crate::index::global_threads;
 use crate::thread_slice::ThreadSlice;
 use crate::wide::{WideElement, WIDE_BYTES};
 use core::marker::PhantomData;
 use core::mem::{size_of, MaybeUninit};
+
+#[cfg(any(target_arch = "nvptx64", target_arch = "amdgpu", test))]
+mod registers;
+#[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
+mod rows;
+
+/// The walk that GPUs use, register blocking down columns of chunks.
+#[cfg(any(target_arch = "nvptx64", target_arch = "amdgpu"))]
+type Native = registers::Registers;
+/// The walk that the host uses, in row stretches.
+#[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
+type Native = rows::RowStretches;
+
+/// How a thread walks the items it owns (see the module docs): writes each of their output
+/// points once, `interior` where its whole neighbourhood lies inside the grid, else `edge`.
+trait Walk {
+    /// # Safety
+    /// `input` and `out` hold the `nx * ny` points of `extent` (neither 0), and the output's
+    /// points are shared out alike by every thread of the launch, which all walk with the same
+    /// extent and strip `height`.
+    unsafe fn walk2<T: WideElement>(
+        input: *const T,
+        out: *mut T,
+        extent: (usize, usize),
+        height: usize,
+        interior: &impl Fn(Neighbours2<T>) -> T,
+        edge: &impl Fn(usize, usize) -> T,
+    );
+
+    /// # Safety
+    /// As for [`walk2`](Self::walk2), with `nx * ny * nz` points.
+    unsafe fn walk3<T: WideElement>(
+        input: *const T,
+        out: *mut T,
+        extent: (usize, usize, usize),
+        height: usize,
+        interior: &impl Fn(Neighbours3<T>) -> T,
+        edge: &impl Fn(usize, usize, usize) -> T,
+    );
+}
 
 /// A `#[grid(nx, ny)] &mut [T]` kernel parameter: the `nx × ny` points of a row-major output
 /// grid, written by [`stencil`](Self::stencil) (see the module docs).
@@ -66,20 +112,14 @@ pub struct Neighbours3<T: WideElement> {
     lane: usize,
 }
 
-/// One row of a thread's column in registers: its chunk and the points left and right of it.
+/// One row of a thread's column in registers: its chunk and the points left and right of it (on
+/// the host, one point's row as lane 0: `Row::around` in `rows`).
 #[derive(Clone, Copy)]
 struct Row<T: WideElement> {
     left: T,
     mid: T::Chunk,
     right: T,
 }
-
-/// Rows a 2D walk has in flight beyond the three it computes with. One: on an H200 three and five
-/// were slower (more registers, fewer threads per multiprocessor; docs/PERFORMANCE.md).
-const AHEAD: usize = 1;
-
-/// Planes a 3D walk has in flight beyond the three it computes with (three loads each).
-const PLANES_AHEAD: usize = 1;
 
 /// Rows (planes in 3D) a thread walks at least: below it, the rows it reads around its strip
 /// outnumber the rows it writes. Eight was the fastest strip on an H200 (2D, 16384² f32).
@@ -142,119 +182,12 @@ impl<T: WideElement> Neighbours3<T> {
     }
 }
 
-/// `window` moved down by one, `next` at the end. Element by element (not `copy_within`, a
-/// memory move that would keep the window in local memory rather than registers).
-#[inline(always)]
-fn shifted<R: Copy, const N: usize>(window: [R; N], next: R) -> [R; N] {
-    core::array::from_fn(|k| if k + 1 < N { window[k + 1] } else { next })
-}
-
 /// A chunk to overwrite lane by lane.
 #[inline(always)]
 fn zeroed_chunk<T: WideElement>() -> T::Chunk {
     // SAFETY: every `WideElement` (a sealed trait) is a primitive number, `f16` or `bf16`, for
     // which all-zero bytes are a value, and a chunk holds nothing else.
     unsafe { MaybeUninit::<T::Chunk>::zeroed().assume_init() }
-}
-
-/// An input grid's points as a thread's walk reads them; `WIDE`: every row's chunks sit at
-/// 16-byte boundaries (in the output too). A parameter of the type, not a field: the two ways
-/// to read a chunk must be separate loops, else the compiler merges their loads into one that
-/// has lost the 16-byte alignment.
-struct Source<T, const WIDE: bool> {
-    ptr: *const T,
-    nx: usize,
-}
-
-impl<T: WideElement, const WIDE: bool> Source<T, WIDE> {
-    /// The chunk at column `x0` of the row starting at `start`, with its left and right points.
-    /// Points past the row's ends are read at the nearest end instead (their values go unused).
-    ///
-    /// # Safety
-    /// `start` is the index of a row of the grid (`start + nx` points are readable).
-    #[inline(always)]
-    unsafe fn row(&self, start: usize, x0: usize) -> Row<T> {
-        let last = self.nx - 1;
-        // SAFETY: every index is start + (a column below nx).
-        unsafe {
-            let at = |x: usize| *self.ptr.add(start + x.min(last));
-            let mid = if WIDE {
-                // x0 + lanes <= nx (rows are whole chunks), and the chunk is 16-byte aligned.
-                (self.ptr.add(start + x0) as *const T::Chunk).read()
-            } else {
-                let mut mid = zeroed_chunk::<T>();
-                for (j, v) in mid.as_mut().iter_mut().enumerate() {
-                    *v = at(x0 + j);
-                }
-                mid
-            };
-            Row {
-                left: at(x0.saturating_sub(1)),
-                mid,
-                right: at(x0 + lanes::<T>()),
-            }
-        }
-    }
-}
-
-/// Writes `values` into the chunk at column `x0` of the row starting at `start` (its lanes below
-/// `nx` only).
-///
-/// # Safety
-/// `start` is the index of a row of the output (`start + nx` points writable), whose chunk at
-/// `x0` is the calling thread's alone; with `WIDE`, the chunk is whole and 16-byte aligned.
-#[inline(always)]
-unsafe fn store<T: WideElement, const WIDE: bool>(
-    out: *mut T,
-    start: usize,
-    x0: usize,
-    nx: usize,
-    values: T::Chunk,
-) {
-    // SAFETY: per the contract.
-    unsafe {
-        if WIDE {
-            (out.add(start + x0) as *mut T::Chunk).write(values);
-        } else {
-            for (j, &v) in values.as_ref().iter().enumerate() {
-                if x0 + j < nx {
-                    *out.add(start + x0 + j) = v;
-                }
-            }
-        }
-    }
-}
-
-/// The output chunk at column `x0` of a row: `interior(lane)` where the point and its
-/// neighbours lie inside the grid (`row_inside`: the row is not a border one), else
-/// `edge(x)`.
-#[inline(always)]
-fn chunk_of<T: WideElement>(
-    x0: usize,
-    nx: usize,
-    row_inside: bool,
-    initial: T::Chunk,
-    interior: impl Fn(usize) -> T,
-    edge: impl Fn(usize) -> T,
-) -> T::Chunk {
-    let mut out = initial;
-    if row_inside && x0 >= 1 && x0 + lanes::<T>() < nx {
-        for (lane, v) in out.as_mut().iter_mut().enumerate() {
-            *v = interior(lane);
-        }
-    } else {
-        for (lane, v) in out.as_mut().iter_mut().enumerate() {
-            let x = x0 + lane;
-            if x < nx {
-                *v = if row_inside && x >= 1 && x + 1 < nx {
-                    interior(lane)
-                } else {
-                    edge(x)
-                };
-            }
-        }
-    }
-    out
 }
 
 /// Rows per strip when `chunk_rows` chunk rows are shared among the launch's threads: at least
@@ -266,12 +199,6 @@ fn strip_height(chunk_rows: usize, rows: usize) -> usize {
         .max(MIN_STRIP_ROWS)
         .min(rows)
         .max(1)
-}
-
-/// Whether `extent` points starting at `ptr` and `out` sit at 16-byte boundaries row by row.
-#[inline(always)]
-fn rows_aligned<T: WideElement>(input: *const T, out: *mut T, nx: usize) -> bool {
-    (input as usize | out as usize) % WIDE_BYTES == 0 && nx % lanes::<T>() == 0
 }
 
 impl<'a, T> GridOut2<'a, T> {
@@ -287,13 +214,14 @@ impl<'a, T> GridOut2<'a, T> {
     #[doc(hidden)]
     #[inline(always)]
     #[track_caller]
-    pub unsafe fn from_thread_slice(mut slice: ThreadSlice<'a, T>, nx: usize, ny: usize) -> Self {
+    pub unsafe fn from_thread_slice(slice: ThreadSlice<'a, T>, nx: usize, ny: usize) -> Self {
         assert!(
             nx.checked_mul(ny) == Some(slice.len()),
             "#[grid(nx, ny)]: the output does not hold nx * ny points"
         );
         GridOut2 {
-            ptr: slice.as_mut_ptr(),
+            // Not `as_mut_ptr`, which names no elements: the host walk names what it writes.
+            ptr: slice.raw_ptr(),
             nx,
             ny,
             _borrow: PhantomData,
@@ -323,6 +251,18 @@ impl<'a, T: WideElement> GridOut2<'a, T> {
         interior: impl Fn(Neighbours2<T>) -> T,
         edge: impl Fn(usize, usize) -> T,
     ) {
+        self.stencil_by::<Native>(input, interior, edge)
+    }
+
+    /// [`stencil`](Self::stencil) by the walk `W`.
+    #[inline(always)]
+    #[track_caller]
+    fn stencil_by<W: Walk>(
+        &mut self,
+        input: &Grid2<'_, T>,
+        interior: impl Fn(Neighbours2<T>) -> T,
+        edge: impl Fn(usize, usize) -> T,
+    ) {
         let (nx, ny) = (self.nx, self.ny);
         assert!(
             input.extent() == (nx, ny),
@@ -336,63 +276,7 @@ impl<'a, T: WideElement> GridOut2<'a, T> {
         let (from, to) = (input.as_slice().as_ptr(), self.ptr);
         // SAFETY: the input holds nx * ny points (checked by `Grid2::new`), as does the output
         // (checked when it was made), whose points every thread of the launch shares out alike.
-        unsafe {
-            if rows_aligned(from, to, nx) {
-                walk2::<T, true>(Source { ptr: from, nx }, to, ny, height, &interior, &edge)
-            } else {
-                walk2::<T, false>(Source { ptr: from, nx }, to, ny, height, &interior, &edge)
-            }
-        }
-    }
-}
-
-/// The walks of the strips of `height` rows this thread owns (see the module docs).
-///
-/// # Safety
-/// `input` and `out` hold `input.nx * ny` points; every thread of the launch walks with the same
-/// extents and height.
-#[inline(always)]
-unsafe fn walk2<T: WideElement, const WIDE: bool>(
-    input: Source<T, WIDE>,
-    out: *mut T,
-    ny: usize,
-    height: usize,
-    interior: &impl Fn(Neighbours2<T>) -> T,
-    edge: &impl Fn(usize, usize) -> T,
-) {
-    let nx = input.nx;
-    let columns = nx.div_ceil(lanes::<T>());
-    let items = columns * ny.div_ceil(height);
-    let narrow = items <= u32::MAX as usize;
-    for item in GridStride::mine(items, 0) {
-        let (strip, column) = div_rem(item, columns, narrow);
-        let x0 = column * lanes::<T>();
-        let (y0, y1) = (strip * height, ((strip + 1) * height).min(ny));
-        // SAFETY: every row index below is clamped into 0..ny, so each row start is the index
-        // of a row of both grids. Item `item` is this thread's alone (grid-stride), and its
-        // chunks (column `column` of rows y0..y1) are no other item's.
-        unsafe {
-            let row = |y: usize| input.row(y.min(ny - 1) * nx, x0);
-            // Rows y - 1 ..= y + AHEAD: three in use, the others in flight.
-            let mut rows: [Row<T>; AHEAD + 2] =
-                core::array::from_fn(|k| row((y0 + k).saturating_sub(1)));
-            for y in y0..y1 {
-                let ahead = row(y + AHEAD + 1);
-                let values = chunk_of::<T>(
-                    x0,
-                    nx,
-                    y >= 1 && y + 1 < ny,
-                    rows[1].mid,
-                    |lane| {
-                        let rows = [rows[0], rows[1], rows[2]];
-                        interior(Neighbours2 { rows, lane })
-                    },
-                    |x| edge(x, y),
-                );
-                store::<T, WIDE>(out, y * nx, x0, nx, values);
-                rows = shifted(rows, ahead);
-            }
-        }
+        unsafe { W::walk2(from, to, (nx, ny), height, &interior, &edge) }
     }
 }
 
@@ -409,7 +293,7 @@ impl<'a, T> GridOut3<'a, T> {
     #[inline(always)]
     #[track_caller]
     pub unsafe fn from_thread_slice(
-        mut slice: ThreadSlice<'a, T>,
+        slice: ThreadSlice<'a, T>,
         nx: usize,
         ny: usize,
         nz: usize,
@@ -419,7 +303,8 @@ impl<'a, T> GridOut3<'a, T> {
             "#[grid(nx, ny, nz)]: the output does not hold nx * ny * nz points"
         );
         GridOut3 {
-            ptr: slice.as_mut_ptr(),
+            // Not `as_mut_ptr`, which names no elements: the host walk names what it writes.
+            ptr: slice.raw_ptr(),
             nx,
             ny,
             nz,
@@ -450,6 +335,18 @@ impl<'a, T: WideElement> GridOut3<'a, T> {
         interior: impl Fn(Neighbours3<T>) -> T,
         edge: impl Fn(usize, usize, usize) -> T,
     ) {
+        self.stencil_by::<Native>(input, interior, edge)
+    }
+
+    /// [`stencil`](Self::stencil) by the walk `W`.
+    #[inline(always)]
+    #[track_caller]
+    fn stencil_by<W: Walk>(
+        &mut self,
+        input: &Grid3<'_, T>,
+        interior: impl Fn(Neighbours3<T>) -> T,
+        edge: impl Fn(usize, usize, usize) -> T,
+    ) {
         let (nx, ny, nz) = (self.nx, self.ny, self.nz);
         assert!(
             input.extent() == (nx, ny, nz),
@@ -461,107 +358,52 @@ impl<'a, T: WideElement> GridOut3<'a, T> {
         let columns = nx.div_ceil(lanes::<T>());
         let height = strip_height(columns * ny * nz, nz);
         let (from, to) = (input.as_slice().as_ptr(), self.ptr);
-        let extent = (ny, nz);
-        // SAFETY: as in `GridOut2::stencil`.
-        unsafe {
-            if rows_aligned(from, to, nx) {
-                walk3::<T, true>(
-                    Source { ptr: from, nx },
-                    to,
-                    extent,
-                    height,
-                    &interior,
-                    &edge,
-                )
-            } else {
-                walk3::<T, false>(
-                    Source { ptr: from, nx },
-                    to,
-                    extent,
-                    height,
-                    &interior,
-                    &edge,
-                )
-            }
-        }
-    }
-}
-
-/// The walks along z of the strips of `height` planes this thread owns.
-///
-/// # Safety
-/// `input` and `out` hold `input.nx * ny * nz` points; every thread of the launch walks with the
-/// same extents and height.
-#[inline(always)]
-unsafe fn walk3<T: WideElement, const WIDE: bool>(
-    input: Source<T, WIDE>,
-    out: *mut T,
-    (ny, nz): (usize, usize),
-    height: usize,
-    interior: &impl Fn(Neighbours3<T>) -> T,
-    edge: &impl Fn(usize, usize, usize) -> T,
-) {
-    let nx = input.nx;
-    let columns = nx.div_ceil(lanes::<T>());
-    let items = columns * ny * nz.div_ceil(height);
-    let plane = nx * ny;
-    let narrow = items <= u32::MAX as usize;
-    for item in GridStride::mine(items, 0) {
-        let (rest, column) = div_rem(item, columns, narrow);
-        let (strip, y) = div_rem(rest, ny, narrow);
-        let x0 = column * lanes::<T>();
-        let (z0, z1) = (strip * height, ((strip + 1) * height).min(nz));
-        let ys = [y.saturating_sub(1), y, (y + 1).min(ny - 1)];
-        let y_inside = y >= 1 && y + 1 < ny;
-        // SAFETY: as in `walk2`: every row index is clamped into the grid, and item `item`
-        // (column `column` of row y in planes z0..z1) is this thread's alone.
-        unsafe {
-            let rows = |z: usize| ys.map(|y| input.row(z.min(nz - 1) * plane + y * nx, x0));
-            // Planes z - 1 ..= z + PLANES_AHEAD: three in use, the others in flight.
-            let mut planes: [[Row<T>; 3]; PLANES_AHEAD + 2] =
-                core::array::from_fn(|k| rows((z0 + k).saturating_sub(1)));
-            for z in z0..z1 {
-                let ahead = rows(z + PLANES_AHEAD + 1);
-                let values = chunk_of::<T>(
-                    x0,
-                    nx,
-                    y_inside && z >= 1 && z + 1 < nz,
-                    planes[1][1].mid,
-                    |lane| {
-                        let planes = [planes[0], planes[1], planes[2]];
-                        interior(Neighbours3 { planes, lane })
-                    },
-                    |x| edge(x, y, z),
-                );
-                store::<T, WIDE>(out, z * plane + y * nx, x0, nx, values);
-                planes = shifted(planes, ahead);
-            }
-        }
+        // SAFETY: as in `GridOut2::stencil_by`.
+        unsafe { W::walk3(from, to, (nx, ny, nz), height, &interior, &edge) }
     }
 }
 
 #[cfg(all(test, not(target_arch = "nvptx64")))]
 mod tests {
+    use super::registers::Registers;
+    use super::rows::RowStretches;
     use super::*;
-    use crate::index::host_context::{with_thread, ThreadContext};
+    use crate::index::host_context::{run_threads, ThreadRange};
     use crate::Dim3;
     use std::cell::RefCell;
+    use std::format;
     use std::vec;
     use std::vec::Vec;
 
-    /// Runs `body` as every thread of a `blocks × threads` launch in turn.
-    fn launch(blocks: u32, threads: u32, mut body: impl FnMut()) {
-        for b in 0..blocks {
-            for t in 0..threads {
-                let ctx = ThreadContext {
-                    thread_idx: Dim3::new(t, 0, 0),
-                    block_idx: Dim3::new(b, 0, 0),
-                    block_dim: Dim3::new(threads, 1, 1),
-                    grid_dim: Dim3::new(blocks, 1, 1),
-                    warp_size: 32,
-                };
-                with_thread(ctx, &mut body);
-            }
+    /// Threads per call of the launches below: one per call as on GPUs, and ranges run as one
+    /// call (the host backend's), cut at points that split strips and rows. Under Miri, whose
+    /// runs are slow, ranges of 64 alone: the unsafe code is the same for every cut.
+    const PER_CALL: &[u64] = if cfg!(miri) { &[64] } else { &[1, 3, 64] };
+
+    /// Offsets of the grids in their allocations (1 and 2 put f32 rows off 16-byte boundaries,
+    /// 1 f64 ones); under Miri one aligned and one not.
+    const SKIPS: &[usize] = if cfg!(miri) { &[0, 1] } else { &[0, 1, 2, 4] };
+
+    /// Whether to run a grid of `points` points: under Miri the small ones only (the larger ones
+    /// run the same code over more strips).
+    fn runs_here(points: usize) -> bool {
+        !cfg!(miri) || points <= 300
+    }
+
+    /// Runs `body` as every thread of a `blocks × threads` launch, `per_call` consecutive
+    /// threads per call.
+    fn launch(blocks: u32, threads: u32, per_call: u64, mut body: impl FnMut()) {
+        let total = blocks as u64 * threads as u64;
+        for first in (0..total).step_by(per_call as usize) {
+            let range = ThreadRange {
+                grid: Dim3::new(blocks, 1, 1),
+                block: Dim3::new(threads, 1, 1),
+                first,
+                end: (first + per_call).min(total),
+                warp_size: 32,
+                as_one: true,
+            };
+            run_threads(range, true, &mut body);
         }
     }
 
@@ -578,34 +420,37 @@ mod tests {
         out
     }
 
-    /// `GridOut2::stencil` with the 5-point stencil, on `input[skip..]` into `out[skip..]`
-    /// (a `skip` that is not a multiple of 4 takes the unaligned path).
-    fn five_point_tiles(nx: usize, ny: usize, skip: usize, blocks: u32, threads: u32) -> Vec<f32> {
+    /// `GridOut2::stencil` by the walk `W` with the 5-point stencil, on `input[skip..]` into
+    /// `out[skip..]` (a `skip` that is not a multiple of 4 takes the unaligned path).
+    fn five_point_tiles<W: Walk>(nx: usize, ny: usize, skip: usize, launch_shape: (u32, u32)) {
+        let (blocks, threads) = launch_shape;
         let input: Vec<f32> = (0..skip + nx * ny)
             .map(|i| (i * 7919 % 1009) as f32)
             .collect();
-        let mut out = vec![f32::NAN; skip + nx * ny];
-        launch(blocks, threads, || {
-            let grid = Grid2::new(&input[skip..], nx as u32, ny as u32);
-            // SAFETY: `out` outlives the launch; every thread converts the same whole view.
-            let mut tiles = unsafe {
-                let view = ThreadSlice::from_raw_parts(out.as_mut_ptr().add(skip), nx * ny);
-                GridOut2::from_thread_slice(view, nx, ny)
-            };
-            tiles.stencil(
-                &grid,
-                |p| {
-                    0.5 * p.at(0, 0) + 0.125 * (p.at(-1, 0) + p.at(1, 0) + p.at(0, -1) + p.at(0, 1))
-                },
-                |x, y| grid.get(y * nx + x),
+        for &per_call in PER_CALL {
+            let mut out = vec![f32::NAN; skip + nx * ny];
+            launch(blocks, threads, per_call, || {
+                let grid = Grid2::new(&input[skip..], nx as u32, ny as u32);
+                // SAFETY: `out` outlives the launch; every thread converts the same whole view.
+                let mut tiles = unsafe {
+                    let view = ThreadSlice::from_raw_parts(out.as_mut_ptr().add(skip), nx * ny);
+                    GridOut2::from_thread_slice(view, nx, ny)
+                };
+                tiles.stencil_by::<W>(
+                    &grid,
+                    |p| {
+                        0.5 * p.at(0, 0)
+                            + 0.125 * (p.at(-1, 0) + p.at(1, 0) + p.at(0, -1) + p.at(0, 1))
+                    },
+                    |x, y| grid.get(y * nx + x),
+                );
+            });
+            assert_eq!(
+                out[skip..],
+                five_point(&input[skip..], nx, ny)[..],
+                "{nx}x{ny}, skip {skip}, {blocks}x{threads}, {per_call} per call"
             );
-        });
-        assert_eq!(
-            out[skip..],
-            five_point(&input[skip..], nx, ny)[..],
-            "{nx}x{ny}, skip {skip}, {blocks}x{threads}"
-        );
-        out
+        }
     }
 
     #[test]
@@ -620,54 +465,68 @@ mod tests {
             (4, 1),
             (1, 6),
             (33, 5),
+            (40, 37),
         ] {
-            for skip in [0, 1, 2, 4] {
-                for (blocks, threads) in [(1, 1), (1, 3), (2, 5), (3, 64), (7, 32)] {
-                    five_point_tiles(nx, ny, skip, blocks, threads);
+            if !runs_here(nx * ny) {
+                continue;
+            }
+            for &skip in SKIPS {
+                for shape in [(1, 1), (1, 3), (2, 5), (3, 64), (7, 32)] {
+                    five_point_tiles::<Registers>(nx, ny, skip, shape);
+                    five_point_tiles::<RowStretches>(nx, ny, skip, shape);
                 }
             }
         }
     }
 
-    /// Every point is computed once: the interior closure sees each interior point once and the
-    /// edge closure each border point once, whatever the launch.
-    #[test]
-    fn each_point_is_computed_once() {
-        for (nx, ny) in [(9, 7), (16, 16), (5, 2)] {
+    /// Every point is computed once by the walk `W`: the interior closure sees each interior
+    /// point once and the edge closure each border point once, whatever the launch.
+    fn each_point_once<W: Walk>() {
+        for (nx, ny) in [(9, 7), (16, 16), (5, 2), (30, 20)] {
+            if !runs_here(nx * ny) {
+                continue;
+            }
             for (blocks, threads) in [(1, 1), (2, 3), (4, 32)] {
-                let input: Vec<u32> = (0..(nx * ny) as u32).collect();
-                let mut out = vec![0u32; nx * ny];
-                let calls = RefCell::new(vec![0u32; nx * ny]);
-                launch(blocks, threads, || {
-                    let grid = Grid2::new(&input, nx as u32, ny as u32);
-                    // SAFETY: as above.
-                    let mut tiles = unsafe {
-                        let view = ThreadSlice::from_raw_parts(out.as_mut_ptr(), nx * ny);
-                        GridOut2::from_thread_slice(view, nx, ny)
-                    };
-                    tiles.stencil(
-                        &grid,
-                        |p| {
-                            calls.borrow_mut()[p.at(0, 0) as usize] += 1;
-                            p.at(1, 1) - p.at(-1, -1)
-                        },
-                        |x, y| {
-                            calls.borrow_mut()[y * nx + x] += 1;
-                            0
-                        },
-                    );
-                });
-                assert!(
-                    calls.borrow().iter().all(|&c| c == 1),
-                    "{nx}x{ny} {blocks}x{threads}"
-                );
-                for (i, &v) in out.iter().enumerate() {
-                    let (x, y) = (i % nx, i / nx);
-                    let interior = x >= 1 && x + 1 < nx && y >= 1 && y + 1 < ny;
-                    assert_eq!(v, if interior { 2 * nx as u32 + 2 } else { 0 }, "{i}");
+                for &per_call in PER_CALL {
+                    let input: Vec<u32> = (0..(nx * ny) as u32).collect();
+                    let mut out = vec![0u32; nx * ny];
+                    let calls = RefCell::new(vec![0u32; nx * ny]);
+                    launch(blocks, threads, per_call, || {
+                        let grid = Grid2::new(&input, nx as u32, ny as u32);
+                        // SAFETY: as above.
+                        let mut tiles = unsafe {
+                            let view = ThreadSlice::from_raw_parts(out.as_mut_ptr(), nx * ny);
+                            GridOut2::from_thread_slice(view, nx, ny)
+                        };
+                        tiles.stencil_by::<W>(
+                            &grid,
+                            |p| {
+                                calls.borrow_mut()[p.at(0, 0) as usize] += 1;
+                                p.at(1, 1) - p.at(-1, -1)
+                            },
+                            |x, y| {
+                                calls.borrow_mut()[y * nx + x] += 1;
+                                0
+                            },
+                        );
+                    });
+                    let shape = format!("{nx}x{ny} {blocks}x{threads}, {per_call} per call");
+                    assert!(calls.borrow().iter().all(|&c| c == 1), "{shape}");
+                    for (i, &v) in out.iter().enumerate() {
+                        let (x, y) = (i % nx, i / nx);
+                        let interior = x >= 1 && x + 1 < nx && y >= 1 && y + 1 < ny;
+                        let want = if interior { 2 * nx as u32 + 2 } else { 0 };
+                        assert_eq!(v, want, "{shape}: point {i}");
+                    }
                 }
             }
         }
+    }
+
+    #[test]
+    fn each_point_is_computed_once() {
+        each_point_once::<Registers>();
+        each_point_once::<RowStretches>();
     }
 
     /// The 7-point stencil (border points copied) as a plain loop.
@@ -692,8 +551,8 @@ mod tests {
         out
     }
 
-    #[test]
-    fn a_3d_stencil_equals_the_plain_loop_for_any_extent_alignment_and_launch() {
+    /// `GridOut3::stencil` by the walk `W` with the 7-point stencil against the plain loop.
+    fn seven_point_tiles<W: Walk>() {
         for extent in [
             (1, 1, 1),
             (3, 3, 3),
@@ -701,43 +560,57 @@ mod tests {
             (8, 3, 4),
             (2, 9, 5),
             (7, 7, 2),
+            (9, 5, 12),
         ] {
             let (nx, ny, nz) = extent;
             let n = nx * ny * nz;
-            for skip in [0, 1, 2] {
+            if !runs_here(n) {
+                continue;
+            }
+            for &skip in SKIPS {
                 for (blocks, threads) in [(1, 1), (2, 5), (3, 64)] {
-                    let input: Vec<f64> = (0..skip + n).map(|i| (i * 7919 % 1009) as f64).collect();
-                    let mut out = vec![f64::NAN; skip + n];
-                    launch(blocks, threads, || {
-                        let grid = Grid3::new(&input[skip..], nx as u32, ny as u32, nz as u32);
-                        // SAFETY: as above.
-                        let mut tiles = unsafe {
-                            let view = ThreadSlice::from_raw_parts(out.as_mut_ptr().add(skip), n);
-                            GridOut3::from_thread_slice(view, nx, ny, nz)
-                        };
-                        tiles.stencil(
-                            &grid,
-                            |p| {
-                                0.25 * p.at(0, 0, 0)
-                                    + 0.125
-                                        * (p.at(-1, 0, 0)
-                                            + p.at(1, 0, 0)
-                                            + p.at(0, -1, 0)
-                                            + p.at(0, 1, 0)
-                                            + p.at(0, 0, -1)
-                                            + p.at(0, 0, 1))
-                            },
-                            |x, y, z| grid.get((z * ny + y) * nx + x),
+                    for &per_call in PER_CALL {
+                        let input: Vec<f64> =
+                            (0..skip + n).map(|i| (i * 7919 % 1009) as f64).collect();
+                        let mut out = vec![f64::NAN; skip + n];
+                        launch(blocks, threads, per_call, || {
+                            let grid = Grid3::new(&input[skip..], nx as u32, ny as u32, nz as u32);
+                            // SAFETY: as above.
+                            let mut tiles = unsafe {
+                                let out = out.as_mut_ptr().add(skip);
+                                let view = ThreadSlice::from_raw_parts(out, n);
+                                GridOut3::from_thread_slice(view, nx, ny, nz)
+                            };
+                            tiles.stencil_by::<W>(
+                                &grid,
+                                |p| {
+                                    0.25 * p.at(0, 0, 0)
+                                        + 0.125
+                                            * (p.at(-1, 0, 0)
+                                                + p.at(1, 0, 0)
+                                                + p.at(0, -1, 0)
+                                                + p.at(0, 1, 0)
+                                                + p.at(0, 0, -1)
+                                                + p.at(0, 0, 1))
+                                },
+                                |x, y, z| grid.get((z * ny + y) * nx + x),
+                            );
+                        });
+                        assert_eq!(
+                            out[skip..],
+                            seven_point(&input[skip..], extent)[..],
+                            "{extent:?}, skip {skip}, {blocks}x{threads}, {per_call} per call"
                         );
-                    });
-                    assert_eq!(
-                        out[skip..],
-                        seven_point(&input[skip..], extent)[..],
-                        "{extent:?}, skip {skip}, {blocks}x{threads}"
-                    );
+                    }
                 }
             }
         }
+    }
+
+    #[test]
+    fn a_3d_stencil_equals_the_plain_loop_for_any_extent_alignment_and_launch() {
+        seven_point_tiles::<Registers>();
+        seven_point_tiles::<RowStretches>();
     }
 
     /// `out` as an `nx` x `ny` grid output of a launch of one thread (the panic tests').

@@ -22,12 +22,12 @@ pub struct Kernel {
     pub host_threads: HostThreads,
     /// Its parameters' names, in launch-argument order (for errors that name an argument).
     pub params: &'static [&'static str],
-    /// How much of its longest output each thread of a default GPU launch covers.
+    /// How much of its longest output each thread of a default launch covers.
     pub share: ThreadShare,
 }
 
 /// How much of a kernel's longest output each thread of a default GPU launch covers (`Launch`;
-/// on the host CPU every thread gets one element).
+/// on the host CPU every thread gets one element, or one strip of a `#[grid]` output).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ThreadShare {
     /// `DEFAULT_ELEMENTS_PER_THREAD` elements, and at least `DEFAULT_BYTES_PER_THREAD` bytes.

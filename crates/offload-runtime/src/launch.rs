@@ -36,7 +36,8 @@ pub const MAX_LAUNCH_THREADS: u64 = u32::MAX as u64;
 /// chosen: the default device, blocks of 256 threads, and a grid sized from the longest
 /// `&mut [T]` argument (else the longest `&[T]`): enough blocks to fill the device, and beyond
 /// that one thread per `DEFAULT_ELEMENTS_PER_THREAD` (4) elements, or per 16 bytes of smaller
-/// elements (on the host CPU one thread per element). Kernels reach their elements
+/// elements (on the host CPU one thread per element, or per strip of a `#[grid]` output's walk).
+/// Kernels reach their elements
 /// through grid-stride views, so every shape gives the same results.
 #[derive(Clone, Copy, Default)]
 pub struct Launch<'d> {
@@ -173,7 +174,12 @@ impl<'d> Launch<'d> {
                 let blocks = if device.kind() == BackendKind::Host {
                     // A GPU thread costs a plain call there, and with one element per thread
                     // each worker's range of threads walks consecutive elements (backend::host).
-                    items.div_ceil(per_block).max(1)
+                    // A `#[grid]` kernel's thread walks a strip item of its own: with one per
+                    // element, all items would sit in the first 1/32 of the threads, and so in
+                    // the few ranges that rayon leaves to one worker.
+                    items
+                        .div_ceil(per_block * host_per_thread(kernel, elem_size))
+                        .max(1)
                 } else {
                     default_blocks(items, per_thread(kernel, elem_size), per_block, limits)
                 };
@@ -223,6 +229,14 @@ fn per_thread(kernel: &Kernel, elem_size: u64) -> u64 {
         ThreadShare::Batched => batched,
         ThreadShare::OneElement => 1,
         ThreadShare::Strip(bytes) => batched.max(bytes / elem_size.max(1)),
+    }
+}
+
+/// Elements per thread of a default launch on the host: one, or a `#[grid]` kernel's strip item.
+fn host_per_thread(kernel: &Kernel, elem_size: u64) -> u64 {
+    match kernel.share {
+        ThreadShare::Strip(bytes) => (bytes / elem_size.max(1)).max(1),
+        ThreadShare::Batched | ThreadShare::OneElement => 1,
     }
 }
 
@@ -581,6 +595,16 @@ pub(crate) mod tests {
             assert_eq!(blocks(&SCATTER), (1 << 20) / 256);
             // Strips of 128 bytes: 16 f64 per thread.
             assert_eq!(blocks(&STRIPS), (1 << 20) / (256 * 16));
+            // On the host one element per thread, and a strip item per thread alike.
+            let host = Device::host();
+            let shape = |kernel| {
+                let (items, limits) = (default_items(&args), host.limits());
+                let shape = Launch::on(&host).resolve(kernel, &host, &limits, items);
+                shape.unwrap().grid.x
+            };
+            assert_eq!(shape(&FILL), (1 << 20) / 256);
+            assert_eq!(shape(&SCATTER), (1 << 20) / 256);
+            assert_eq!(shape(&STRIPS), (1 << 20) / (256 * 16));
         }
 
         pub(crate) fn mock() -> (Arc<MockGpu>, Device) {

@@ -1,6 +1,8 @@
 //! The host backend against the same loops written with rayon, on this machine's cores, in one
 //! run: `saxpy` (2^24 f32), `add_sub` (a multi-array element-wise update: 2 inputs, 2 outputs,
-//! 2^23 i64) and `stencil5` (a 5-point 2D stencil, 4096 × 4096 f32). Each kernel is launched
+//! 2^23 i64), `stencil5` (a 5-point 2D stencil, 4096 × 4096 f32, one element per iteration), the
+//! same stencil through the grid API (`stencil5_tiles`) and the grid API's 7-point 3D stencil
+//! (`stencil7_tiles`, 256³ f32). Each kernel is launched
 //! with the default shape; every result is checked bit for bit against rayon's. Times are the
 //! best of `REPEATS` runs of each, alternating offload and rayon so that load from elsewhere
 //! hits both alike; the ratio is rayon's time over offload's (≥ 1: offload is as fast). On a
@@ -12,6 +14,7 @@
 
 use offload::{Device, Launch};
 use offload_bench_report::{Goal, Measure, Ratio};
+use offload_examples::kernels::stencils::{self, Params3};
 use offload_examples::kernels::{self, Grid2};
 use rayon::prelude::*;
 use std::time::{Duration, Instant};
@@ -159,7 +162,14 @@ fn add_sub(host: &Device, n: usize) -> offload::Result<()> {
     Ok(())
 }
 
-fn stencil(host: &Device, side: usize) -> offload::Result<()> {
+/// `launch` (the plain `stencil5` or the grid API's `stencil5_tiles`) against the same sweep in
+/// rayon, one row per task.
+fn stencil5(
+    host: &Device,
+    side: usize,
+    name: &str,
+    launch: impl Fn(Launch<'_>, Grid2, &[f32], &mut [f32]) -> offload::Result<()>,
+) -> offload::Result<()> {
     let grid = Grid2 {
         width: side as u32,
         height: side as u32,
@@ -170,7 +180,7 @@ fn stencil(host: &Device, side: usize) -> offload::Result<()> {
     let (mut output, mut want) = (vec![0.0f32; n], vec![0.0f32; n]);
     let (w, centre, edge) = (side, grid.centre, (1.0 - grid.centre) * 0.25);
     let times = best_of(
-        || kernels::stencil5::launch(Launch::on(host), grid, &input, &mut output),
+        || launch(Launch::on(host), grid, &input, &mut output),
         || {
             want.par_chunks_mut(w).enumerate().for_each(|(r, row)| {
                 if r == 0 || r + 1 == side {
@@ -192,7 +202,58 @@ fn stencil(host: &Device, side: usize) -> offload::Result<()> {
         },
     )?;
     report(
-        &format!("stencil5 {side}x{side} f32"),
+        &format!("{name} {side}x{side} f32"),
+        2 * 4 * n,
+        times,
+        output == want,
+    );
+    Ok(())
+}
+
+/// `stencil7_tiles` (the grid API's 7-point 3D kernel) against the same sweep in rayon, one row
+/// of x per task.
+fn stencil7(host: &Device, side: usize) -> offload::Result<()> {
+    let grid = Params3 {
+        nx: side as u32,
+        ny: side as u32,
+        nz: side as u32,
+        centre: 0.25,
+    };
+    let (nx, plane, n) = (side, side * side, side * side * side);
+    let input: Vec<f32> = (0..n).map(|i| ((i * 37) % 1019) as f32 * 0.125).collect();
+    let (mut output, mut want) = (vec![0.0f32; n], vec![0.0f32; n]);
+    let (centre, edge) = (grid.centre, (1.0 - grid.centre) / 6.0);
+    let times = best_of(
+        || stencils::stencil7_tiles::launch(Launch::on(host), grid, &input, &mut output),
+        || {
+            want.par_chunks_mut(nx).enumerate().for_each(|(r, row)| {
+                let (z, y) = (r / side, r % side);
+                let start = r * nx;
+                let here = &input[start..start + nx];
+                if z == 0 || y == 0 || z + 1 == side || y + 1 == side {
+                    row.copy_from_slice(here);
+                    return;
+                }
+                let row_at = |start: usize| &input[start..start + nx];
+                let (north, south) = (row_at(start - nx), row_at(start + nx));
+                let (back, front) = (row_at(start - plane), row_at(start + plane));
+                row[0] = here[0];
+                row[nx - 1] = here[nx - 1];
+                for x in 1..nx - 1 {
+                    row[x] = centre * here[x]
+                        + edge
+                            * (here[x - 1]
+                                + here[x + 1]
+                                + north[x]
+                                + south[x]
+                                + back[x]
+                                + front[x]);
+                }
+            })
+        },
+    )?;
+    report(
+        &format!("stencil7_tiles {side}x{side}x{side} f32"),
         2 * 4 * n,
         times,
         output == want,
@@ -210,6 +271,16 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     );
     saxpy(&host, (1 << 24) >> scale)?;
     add_sub(&host, (1 << 23) >> scale)?;
-    stencil(&host, 4096 >> (scale / 2))?;
+    let side = 4096 >> (scale / 2);
+    stencil5(&host, side, "stencil5", |launch, grid, input, output| {
+        kernels::stencil5::launch(launch, grid, input, output)
+    })?;
+    stencil5(
+        &host,
+        side,
+        "stencil5_tiles",
+        |launch, grid, input, output| stencils::stencil5_tiles::launch(launch, grid, input, output),
+    )?;
+    stencil7(&host, 256 >> (scale / 3))?;
     Ok(())
 }

@@ -22,6 +22,20 @@ pub fn stencil5_tiles(
     );
 }
 
+/// `stencil5_tiles` with each border point read from the row below it: the bounds check of the
+/// border closure fails on the last row, after the launch has written other points, which a
+/// failed launch must put back (examples/tests/stencils.rs).
+#[offload::kernel]
+pub fn stencil5_tiles_past_the_end(
+    grid: Params2,
+    input: &[f32],
+    #[grid(grid.width, grid.height)] output: &mut [f32],
+) {
+    let nx = grid.width as usize;
+    let input = Grid2::new(input, grid.width, grid.height);
+    output.stencil(&input, |p| p.at(0, 0), |x, y| input.get((y + 1) * nx + x));
+}
+
 /// Parameters of the 3D stencil, passed by value.
 #[derive(Clone, Copy, DeviceCopy)]
 #[repr(C)]
