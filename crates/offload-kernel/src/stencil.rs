@@ -77,12 +77,11 @@ struct Row<T: WideElement> {
     right: T,
 }
 
-/// Rows a 2D walk holds beyond the three it computes with (one more is read per row). Two: on an
-/// H200 the interior walk took 48 registers with one or two, and two was the faster
-/// (docs/PERFORMANCE.md).
+/// Rows a 2D walk has in flight beyond the three it computes with. Two: on an H200 the interior
+/// walk takes 48 registers with one or two, and two was the faster (docs/PERFORMANCE.md).
 const AHEAD: usize = 2;
 
-/// Planes a 3D walk holds beyond the three it computes with (three loads each).
+/// Planes a 3D walk has in flight beyond the three it computes with (three loads each).
 const PLANES_AHEAD: usize = 1;
 
 /// Rows (planes in 3D) a thread walks at least: below it, the rows it reads around its strip
@@ -205,7 +204,7 @@ unsafe fn point_row<T: WideElement>(p: *const T) -> Row<T> {
     Row { left, mid, right }
 }
 
-/// An input grid's points as a thread's walk reads them; `WIDE`: every row's chunks sit at
+/// An input grid's points as the 3D walk reads them; `WIDE`: every row's chunks sit at
 /// 16-byte boundaries (in the output too). A parameter of the type, not a field: the two ways
 /// to read a chunk must be separate loops, else the compiler merges their loads into one that
 /// has lost the 16-byte alignment.
@@ -444,9 +443,8 @@ unsafe fn walk2<T: WideElement, const WIDE: bool>(
 
 /// The output chunks at `out` and the `rows - 1` rows below it (`row_len` points apart), away
 /// from the grid's border, from the input rows around the chunk at `input`: rows above, at and
-/// below in registers and up to `AHEAD + 1` rows below those read before they are needed (in
-/// flight while a row is computed), each row read once (the last one re-read rather than one
-/// past it). No bounds to check and no border case in the loop: its registers are few, so that
+/// below in registers and the `AHEAD` rows below those in flight (read before they are needed),
+/// each row read once (the last one re-read rather than one past it). No bounds to check and no border case in the loop: its registers are few, so that
 /// many threads fit on a multiprocessor.
 ///
 /// # Safety
@@ -656,9 +654,9 @@ unsafe fn walk3<T: WideElement, const WIDE: bool>(
         let up = if y >= 1 { row_len } else { 0 };
         let down = if y + 1 < ny { row_len } else { 0 };
         let y_inside = y >= 1 && y + 1 < ny;
-        // SAFETY: as in `walk2`: every plane read is clamped into 0..nz and every row into
-        // 0..ny, and item `item` (column `column` of row y in planes z0..z1) is this thread's
-        // alone.
+        // SAFETY: every plane read is clamped into 0..nz and every row into 0..ny, and item
+        // `item` (column `column` of row y in planes z0..z1) is this thread's alone
+        // (grid-stride).
         unsafe {
             let chunk = |z: u32| {
                 let row = z.min(nz - 1) as usize * plane + y as usize * row_len;
