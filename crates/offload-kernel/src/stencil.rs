@@ -796,7 +796,7 @@ mod tests {
     /// edge closure each border point once, whatever the launch.
     #[test]
     fn each_point_is_computed_once() {
-        for (nx, ny) in [(9, 7), (16, 16), (5, 2)] {
+        for (nx, ny) in [(9, 7), (16, 16), (5, 2), (9, 30)] {
             for (blocks, threads) in [(1, 1), (2, 3), (4, 32)] {
                 let input: Vec<u32> = (0..(nx * ny) as u32).collect();
                 let mut out = vec![0u32; nx * ny];
