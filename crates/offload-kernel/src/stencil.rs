@@ -8,13 +8,16 @@
 //!
 //! How ("2.5D" register blocking): a thread owns a column of 16-byte chunks (4 `f32`, 2 `f64`),
 //! one per row over a strip of rows, and walks down it keeping the rows above, at and below (and
-//! one row ahead, in flight) in registers, each row as its chunk and the points left and right
+//! the next rows, in flight) in registers, each row as its chunk and the points left and right
 //! of it. Every input row is read once per strip with one 16-byte load where the grid's rows are
 //! 16-byte aligned, and the neighbours come from registers. Bounds are checked once per launch
-//! (the grids hold their points) and once per chunk (interior or border), never per access:
-//! `at`'s offsets are constants, checked against the 3 × 3 window at compile time. In 3D the
-//! walk runs along z, with three rows (y - 1, y, y + 1) per plane; what a stencil does not read
-//! (the corners of a 7-point one) the compiler drops, loads included.
+//! (the grids hold their points), never per access: `at`'s offsets are constants, checked
+//! against the 3 × 3 window at compile time. In 2D a strip away from the grid's border is walked
+//! with no check at all (32-bit coordinates, pointers moved a row at a time: few registers, so
+//! many threads per multiprocessor), and the strips at the border point by point. In 3D the
+//! walk runs along z, with three rows (y - 1, y, y + 1) per plane, interior or border decided
+//! per chunk; what a stencil does not read (the corners of a 7-point one) the compiler drops,
+//! loads included.
 //!
 //! Ownership: work item `k` is the column of chunk `k % columns` in strip `k / columns` (in 3D,
 //! of row y too); items are shared out grid-stride, so any launch covers the output once. The
@@ -465,6 +468,8 @@ mod tests {
             (4, 1),
             (1, 6),
             (33, 5),
+            (21, 30),
+            (40, 27),
             (40, 37),
         ] {
             if !runs_here(nx * ny) {
@@ -482,7 +487,7 @@ mod tests {
     /// Every point is computed once by the walk `W`: the interior closure sees each interior
     /// point once and the edge closure each border point once, whatever the launch.
     fn each_point_once<W: Walk>() {
-        for (nx, ny) in [(9, 7), (16, 16), (5, 2), (30, 20)] {
+        for (nx, ny) in [(9, 7), (16, 16), (5, 2), (9, 30), (30, 20)] {
             if !runs_here(nx * ny) {
                 continue;
             }
@@ -561,6 +566,7 @@ mod tests {
             (2, 9, 5),
             (7, 7, 2),
             (9, 5, 12),
+            (9, 5, 20),
         ] {
             let (nx, ny, nz) = extent;
             let n = nx * ny * nz;

@@ -1,5 +1,8 @@
 //! The GPU walk of a grid stencil (see the parent module's docs): each item a column of 16-byte
-//! chunks down a strip, the rows around it in registers. Compiled on the host for its tests only.
+//! chunks down a strip, the rows around it in registers. A 2D strip away from the grid's border
+//! is walked with no check at all (32-bit coordinates, pointers moved a row at a time: few
+//! registers, so many threads per multiprocessor), the strips at the border point by point; in
+//! 3D, interior or border is decided per chunk. Compiled on the host for its tests only.
 
 use super::{lanes, zeroed_chunk, Neighbours2, Neighbours3, Row, Walk};
 use crate::grid::div_rem;
@@ -19,12 +22,14 @@ impl Walk for Registers {
         interior: &impl Fn(Neighbours2<T>) -> T,
         edge: &impl Fn(usize, usize) -> T,
     ) {
+        // Each fits in 32 bits: `Grid2::new` takes the extents as `u32`, and height <= ny.
+        let (nx, ny, height) = (nx as u32, ny as u32, height as u32);
         // SAFETY: per the trait's contract.
         unsafe {
             if rows_aligned(input, out, nx) {
-                walk2::<T, true>(Source { ptr: input, nx }, out, ny, height, interior, edge)
+                walk2::<T, true>((input, out), (nx, ny), height, interior, edge)
             } else {
-                walk2::<T, false>(Source { ptr: input, nx }, out, ny, height, interior, edge)
+                walk2::<T, false>((input, out), (nx, ny), height, interior, edge)
             }
         }
     }
@@ -38,7 +43,8 @@ impl Walk for Registers {
         interior: &impl Fn(Neighbours3<T>) -> T,
         edge: &impl Fn(usize, usize, usize) -> T,
     ) {
-        let extent = (ny, nz);
+        // Each fits in 32 bits: `Grid3::new` takes the extents as `u32`, and height <= nz.
+        let (nx, extent, height) = (nx as u32, (ny as u32, nz as u32), height as u32);
         // SAFETY: per the trait's contract.
         unsafe {
             if rows_aligned(input, out, nx) {
@@ -64,9 +70,9 @@ impl Walk for Registers {
     }
 }
 
-/// Rows a 2D walk has in flight beyond the three it computes with. One: on an H200 three and five
-/// were slower (more registers, fewer threads per multiprocessor; docs/PERFORMANCE.md).
-const AHEAD: usize = 1;
+/// Rows a 2D walk has in flight beyond the three it computes with. Two: on an H200 the interior
+/// walk takes 48 registers with one or two, and two was the faster (docs/PERFORMANCE.md).
+const AHEAD: usize = 2;
 
 /// Planes a 3D walk has in flight beyond the three it computes with (three loads each).
 const PLANES_AHEAD: usize = 1;
@@ -78,68 +84,112 @@ fn shifted<R: Copy, const N: usize>(window: [R; N], next: R) -> [R; N] {
     core::array::from_fn(|k| if k + 1 < N { window[k + 1] } else { next })
 }
 
-/// An input grid's points as a thread's walk reads them; `WIDE`: every row's chunks sit at
+/// The chunk at `chunk` with its left and right points, as a walk reads a row; `WIDE`: the chunk
+/// sits at a 16-byte boundary. A parameter, not an argument: the two ways to read a chunk must
+/// be separate loops, else the compiler merges their loads into one that has lost the 16-byte
+/// alignment.
+///
+/// # Safety
+/// The points from `chunk - 1` to `chunk + lanes` are readable.
+#[inline(always)]
+unsafe fn inner_row<T: WideElement, const WIDE: bool>(chunk: *const T) -> Row<T> {
+    // SAFETY: per the contract.
+    unsafe {
+        let mid = if WIDE {
+            (chunk as *const T::Chunk).read()
+        } else {
+            let mut mid = zeroed_chunk::<T>();
+            for (j, v) in mid.as_mut().iter_mut().enumerate() {
+                *v = *chunk.add(j);
+            }
+            mid
+        };
+        Row {
+            left: *chunk.sub(1),
+            mid,
+            right: *chunk.add(lanes::<T>()),
+        }
+    }
+}
+
+/// The points left of, at and right of `p` as a `Row` whose lane 0 is `p` (its other lanes
+/// repeat the right one: a window reads lanes -1 ..= 1 around lane 0 only).
+///
+/// # Safety
+/// The points from `p - 1` to `p + 1` are readable.
+#[inline(always)]
+unsafe fn point_row<T: WideElement>(p: *const T) -> Row<T> {
+    // SAFETY: per the contract.
+    let (left, at, right) = unsafe { (*p.sub(1), *p, *p.add(1)) };
+    let mut mid = zeroed_chunk::<T>();
+    for (j, v) in mid.as_mut().iter_mut().enumerate() {
+        *v = if j == 0 { at } else { right };
+    }
+    Row { left, mid, right }
+}
+
+/// An input grid's points as the 3D walk reads them; `WIDE`: every row's chunks sit at
 /// 16-byte boundaries (in the output too). A parameter of the type, not a field: the two ways
 /// to read a chunk must be separate loops, else the compiler merges their loads into one that
 /// has lost the 16-byte alignment.
 struct Source<T, const WIDE: bool> {
     ptr: *const T,
-    nx: usize,
+    nx: u32,
 }
 
 impl<T: WideElement, const WIDE: bool> Source<T, WIDE> {
-    /// The chunk at column `x0` of the row starting at `start`, with its left and right points.
-    /// Points past the row's ends are read at the nearest end instead (their values go unused).
+    /// The chunk at `chunk` (column `x0` of a row), with its left and right points. Points past
+    /// the row's ends are read at the nearest end instead (their values go unused).
     ///
     /// # Safety
-    /// `start` is the index of a row of the grid (`start + nx` points are readable).
+    /// `chunk` is column `x0` of a row of the grid (`nx - x0` points from it are readable).
     #[inline(always)]
-    unsafe fn row(&self, start: usize, x0: usize) -> Row<T> {
-        let last = self.nx - 1;
-        // SAFETY: every index is start + (a column below nx).
+    unsafe fn row(&self, chunk: *const T, x0: u32) -> Row<T> {
+        // Columns after x0 in the row: every offset is clamped to it.
+        let rest = self.nx - 1 - x0;
+        let lanes = lanes::<T>() as u32;
+        // SAFETY: every offset is at most `rest`, or -1 where x0 >= 1.
         unsafe {
-            let at = |x: usize| *self.ptr.add(start + x.min(last));
+            let at = |j: u32| *chunk.add(j.min(rest) as usize);
             let mid = if WIDE {
                 // x0 + lanes <= nx (rows are whole chunks), and the chunk is 16-byte aligned.
-                (self.ptr.add(start + x0) as *const T::Chunk).read()
+                (chunk as *const T::Chunk).read()
             } else {
                 let mut mid = zeroed_chunk::<T>();
                 for (j, v) in mid.as_mut().iter_mut().enumerate() {
-                    *v = at(x0 + j);
+                    *v = at(j as u32);
                 }
                 mid
             };
             Row {
-                left: at(x0.saturating_sub(1)),
+                left: if x0 >= 1 { *chunk.sub(1) } else { *chunk },
                 mid,
-                right: at(x0 + lanes::<T>()),
+                right: at(lanes),
             }
         }
     }
 }
 
-/// Writes `values` into the chunk at column `x0` of the row starting at `start` (its lanes below
-/// `nx` only).
+/// Writes `values` into the chunk at `chunk`, column `x0` of a row (its lanes below `nx` only).
 ///
 /// # Safety
-/// `start` is the index of a row of the output (`start + nx` points writable), whose chunk at
-/// `x0` is the calling thread's alone; with `WIDE`, the chunk is whole and 16-byte aligned.
+/// `chunk` is column `x0` of a row of the output (`nx - x0` points writable from it), the
+/// calling thread's alone; with `WIDE`, the chunk is whole and 16-byte aligned.
 #[inline(always)]
 unsafe fn store<T: WideElement, const WIDE: bool>(
-    out: *mut T,
-    start: usize,
-    x0: usize,
-    nx: usize,
+    chunk: *mut T,
+    x0: u32,
+    nx: u32,
     values: T::Chunk,
 ) {
     // SAFETY: per the contract.
     unsafe {
         if WIDE {
-            (out.add(start + x0) as *mut T::Chunk).write(values);
+            (chunk as *mut T::Chunk).write(values);
         } else {
             for (j, &v) in values.as_ref().iter().enumerate() {
-                if x0 + j < nx {
-                    *out.add(start + x0 + j) = v;
+                if (j as u32) < nx - x0 {
+                    *chunk.add(j) = v;
                 }
             }
         }
@@ -151,28 +201,30 @@ unsafe fn store<T: WideElement, const WIDE: bool>(
 /// `edge(x)`.
 #[inline(always)]
 fn chunk_of<T: WideElement>(
-    x0: usize,
-    nx: usize,
+    x0: u32,
+    nx: u32,
     row_inside: bool,
     initial: T::Chunk,
     interior: impl Fn(usize) -> T,
     edge: impl Fn(usize) -> T,
 ) -> T::Chunk {
     let mut out = initial;
-    if row_inside && x0 >= 1 && x0 + lanes::<T>() < nx {
+    let lanes = lanes::<T>() as u32;
+    if row_inside && x0 >= 1 && nx - x0 > lanes {
         for (lane, v) in out.as_mut().iter_mut().enumerate() {
             *v = interior(lane);
         }
     } else {
         for (lane, v) in out.as_mut().iter_mut().enumerate() {
-            let x = x0 + lane;
-            if x < nx {
-                *v = if row_inside && x >= 1 && x + 1 < nx {
-                    interior(lane)
-                } else {
-                    edge(x)
-                };
+            if lane as u32 >= nx - x0 {
+                break;
             }
+            let x = x0 + lane as u32;
+            *v = if row_inside && x >= 1 && x + 1 < nx {
+                interior(lane)
+            } else {
+                edge(x as usize)
+            };
         }
     }
     out
@@ -180,61 +232,144 @@ fn chunk_of<T: WideElement>(
 
 /// Whether `extent` points starting at `ptr` and `out` sit at 16-byte boundaries row by row.
 #[inline(always)]
-fn rows_aligned<T: WideElement>(input: *const T, out: *mut T, nx: usize) -> bool {
-    (input as usize | out as usize) % WIDE_BYTES == 0 && nx % lanes::<T>() == 0
+fn rows_aligned<T: WideElement>(input: *const T, out: *mut T, nx: u32) -> bool {
+    (input as usize | out as usize) % WIDE_BYTES == 0 && nx as usize % lanes::<T>() == 0
 }
 
-/// The walks of the strips of `height` rows this thread owns (see the module docs).
+/// The walks of the strips of `height` rows this thread owns (see the module docs): a strip
+/// away from the grid's border in `interior_rows2`, the others point by point in
+/// `border_points2`. Coordinates are 32-bit, rows reached by moving pointers.
 ///
 /// # Safety
-/// `input` and `out` hold `input.nx * ny` points; every thread of the launch walks with the same
+/// `input` and `out` hold `nx * ny` points; every thread of the launch walks with the same
 /// extents and height.
 #[inline(always)]
 unsafe fn walk2<T: WideElement, const WIDE: bool>(
-    input: Source<T, WIDE>,
-    out: *mut T,
-    ny: usize,
-    height: usize,
+    (input, out): (*const T, *mut T),
+    (nx, ny): (u32, u32),
+    height: u32,
     interior: &impl Fn(Neighbours2<T>) -> T,
     edge: &impl Fn(usize, usize) -> T,
 ) {
-    let nx = input.nx;
-    let columns = nx.div_ceil(lanes::<T>());
-    let items = columns * ny.div_ceil(height);
+    let row_len = nx as usize;
+    let lanes = lanes::<T>() as u32;
+    let columns = nx.div_ceil(lanes) as usize;
+    let items = columns * ny.div_ceil(height) as usize;
     let narrow = items <= u32::MAX as usize;
     for item in GridStride::mine(items, 0) {
         let (strip, column) = div_rem(item, columns, narrow);
-        let x0 = column * lanes::<T>();
-        let (y0, y1) = (strip * height, ((strip + 1) * height).min(ny));
-        // SAFETY: every row index below is clamped into 0..ny, so each row start is the index
-        // of a row of both grids. Item `item` is this thread's alone (grid-stride), and its
-        // chunks (column `column` of rows y0..y1) are no other item's.
-        unsafe {
-            let row = |y: usize| input.row(y.min(ny - 1) * nx, x0);
-            // Rows y - 1 ..= y + AHEAD: three in use, the others in flight.
-            let mut rows: [Row<T>; AHEAD + 2] =
-                core::array::from_fn(|k| row((y0 + k).saturating_sub(1)));
-            for y in y0..y1 {
-                let ahead = row(y + AHEAD + 1);
-                let values = chunk_of::<T>(
-                    x0,
-                    nx,
-                    y >= 1 && y + 1 < ny,
-                    rows[1].mid,
-                    |lane| {
-                        let rows = [rows[0], rows[1], rows[2]];
-                        interior(Neighbours2 { rows, lane })
-                    },
-                    |x| edge(x, y),
-                );
-                store::<T, WIDE>(out, y * nx, x0, nx, values);
-                rows = shifted(rows, ahead);
+        // Both below 2^32: strip < ny, column < nx.
+        let x0 = column as u32 * lanes;
+        let y0 = strip as u32 * height;
+        let y1 = y0.saturating_add(height).min(ny);
+        // A strip away from every border walks its rows in `interior_rows2`; the others (two
+        // per column, and the columns at either side) point by point. Either, not both: what
+        // one needs after the other would stay live through the interior's loop.
+        if x0 >= 1 && nx - x0 > lanes && y0 >= 1 && y1 < ny {
+            let at = y0 as usize * row_len + x0 as usize;
+            // SAFETY: rows y0 - 1 ..= y1 lie in the grid, as do the points from x0 - 1 to
+            // x0 + lanes; the output chunks (whole, as x0 + lanes < nx) are item `item`'s alone
+            // (grid-stride), so this thread's.
+            unsafe {
+                interior_rows2::<T, WIDE>((input.add(at), out.add(at)), y1 - y0, row_len, interior);
+            }
+        } else {
+            // SAFETY: as above.
+            unsafe { border_points2((input, out), (nx, ny), (x0, y0, y1), interior, edge) };
+        }
+    }
+}
+
+/// The output chunks at `out` and the `rows - 1` rows below it (`row_len` points apart), away
+/// from the grid's border, from the input rows around the chunk at `input`: rows above, at and
+/// below in registers and the `AHEAD` rows below those in flight (read before they are needed),
+/// each row read once (the last one re-read rather than one past it). No bounds to check and no border case in the loop: its registers are few, so that
+/// many threads fit on a multiprocessor.
+///
+/// # Safety
+/// The input points from `input - row_len - 1` to `input + rows * row_len + lanes` are
+/// readable; the output chunks are the calling thread's alone, 16-byte aligned with `WIDE`.
+#[inline(always)]
+unsafe fn interior_rows2<T: WideElement, const WIDE: bool>(
+    (input, out): (*const T, *mut T),
+    rows: u32,
+    row_len: usize,
+    interior: &impl Fn(Neighbours2<T>) -> T,
+) {
+    let ahead = AHEAD as u32;
+    let compute = |rows: [Row<T>; 3]| {
+        let mut values = rows[1].mid;
+        for (lane, v) in values.as_mut().iter_mut().enumerate() {
+            *v = interior(Neighbours2 { rows, lane });
+        }
+        values
+    };
+    // SAFETY: every row read is one of -1 ..= rows from `input`, every row written one of
+    // 0..rows from `out`.
+    unsafe {
+        let above = input.sub(row_len);
+        // Rows -1 ..= AHEAD, the later ones clamped to `rows`.
+        let mut window: [Row<T>; AHEAD + 2] = core::array::from_fn(|k| {
+            inner_row::<T, WIDE>(above.add((k as u32).min(rows + 1) as usize * row_len))
+        });
+        // The last row read.
+        let mut next = input.add(ahead.min(rows) as usize * row_len);
+        let mut dst = out;
+        for i in 0..rows {
+            if rows - i > ahead {
+                next = next.add(row_len);
+            }
+            let later = inner_row::<T, WIDE>(next);
+            let values = compute([window[0], window[1], window[2]]);
+            if WIDE {
+                (dst as *mut T::Chunk).write(values);
+            } else {
+                for (j, &v) in values.as_ref().iter().enumerate() {
+                    *dst.add(j) = v;
+                }
+            }
+            // Past the output's end after its last row: never written through.
+            dst = dst.wrapping_add(row_len);
+            window = shifted(window, later);
+        }
+    }
+}
+
+/// The points at columns `x0..x0 + lanes` (those below `nx`) of rows `y0..y1`, one by one:
+/// `interior` from the point's own neighbours (read afresh) or `edge(x, y)`. Few registers, so
+/// that this rarely taken path does not lower how many threads fit on a multiprocessor.
+///
+/// # Safety
+/// `input` and `out` hold `nx * ny` points, and the output points are the calling thread's.
+#[inline(always)]
+unsafe fn border_points2<T: WideElement>(
+    (input, out): (*const T, *mut T),
+    (nx, ny): (u32, u32),
+    (x0, y0, y1): (u32, u32, u32),
+    interior: &impl Fn(Neighbours2<T>) -> T,
+    edge: &impl Fn(usize, usize) -> T,
+) {
+    let row_len = nx as usize;
+    let x1 = x0 + (nx - x0).min(lanes::<T>() as u32);
+    for y in y0..y1 {
+        for x in x0..x1 {
+            let at = y as usize * row_len + x as usize;
+            // SAFETY: an interior point's neighbours lie in the grid; `at` is in it.
+            unsafe {
+                *out.add(at) = if y >= 1 && y + 1 < ny && x >= 1 && x + 1 < nx {
+                    let p = input.add(at);
+                    let rows = [p.sub(row_len), p, p.add(row_len)].map(|p| point_row(p));
+                    interior(Neighbours2 { rows, lane: 0 })
+                } else {
+                    edge(x as usize, y as usize)
+                };
             }
         }
     }
 }
 
-/// The walks along z of the strips of `height` planes this thread owns.
+/// The walks along z of the strips of `height` planes this thread owns, with 32-bit
+/// coordinates and pointers moved a plane at a time, as in `walk2`.
 ///
 /// # Safety
 /// `input` and `out` hold `input.nx * ny * nz` points; every thread of the launch walks with the
@@ -243,32 +378,55 @@ unsafe fn walk2<T: WideElement, const WIDE: bool>(
 unsafe fn walk3<T: WideElement, const WIDE: bool>(
     input: Source<T, WIDE>,
     out: *mut T,
-    (ny, nz): (usize, usize),
-    height: usize,
+    (ny, nz): (u32, u32),
+    height: u32,
     interior: &impl Fn(Neighbours3<T>) -> T,
     edge: &impl Fn(usize, usize, usize) -> T,
 ) {
     let nx = input.nx;
-    let columns = nx.div_ceil(lanes::<T>());
-    let items = columns * ny * nz.div_ceil(height);
-    let plane = nx * ny;
+    let row_len = nx as usize;
+    let plane = row_len * ny as usize;
+    let columns = nx.div_ceil(lanes::<T>() as u32) as usize;
+    let items = columns * ny as usize * nz.div_ceil(height) as usize;
     let narrow = items <= u32::MAX as usize;
     for item in GridStride::mine(items, 0) {
         let (rest, column) = div_rem(item, columns, narrow);
-        let (strip, y) = div_rem(rest, ny, narrow);
-        let x0 = column * lanes::<T>();
-        let (z0, z1) = (strip * height, ((strip + 1) * height).min(nz));
-        let ys = [y.saturating_sub(1), y, (y + 1).min(ny - 1)];
+        let (strip, y) = div_rem(rest, ny as usize, narrow);
+        // Each below 2^32: strip < nz, y < ny, column < nx.
+        let (y, x0) = (y as u32, column as u32 * lanes::<T>() as u32);
+        let z0 = strip as u32 * height;
+        let z1 = z0.saturating_add(height).min(nz);
+        // Rows y - 1 and y + 1 from row y's chunk, clamped into the plane.
+        let up = if y >= 1 { row_len } else { 0 };
+        let down = if y + 1 < ny { row_len } else { 0 };
         let y_inside = y >= 1 && y + 1 < ny;
-        // SAFETY: as in `walk2`: every row index is clamped into the grid, and item `item`
-        // (column `column` of row y in planes z0..z1) is this thread's alone.
+        // SAFETY: every plane read is clamped into 0..nz and every row into 0..ny, and item
+        // `item` (column `column` of row y in planes z0..z1) is this thread's alone
+        // (grid-stride).
         unsafe {
-            let rows = |z: usize| ys.map(|y| input.row(z.min(nz - 1) * plane + y * nx, x0));
+            let chunk = |z: u32| {
+                let row = z.min(nz - 1) as usize * plane + y as usize * row_len;
+                input.ptr.add(row + x0 as usize)
+            };
+            let rows = |at: *const T| {
+                [
+                    input.row(at.sub(up), x0),
+                    input.row(at, x0),
+                    input.row(at.add(down), x0),
+                ]
+            };
             // Planes z - 1 ..= z + PLANES_AHEAD: three in use, the others in flight.
             let mut planes: [[Row<T>; 3]; PLANES_AHEAD + 2] =
-                core::array::from_fn(|k| rows((z0 + k).saturating_sub(1)));
+                core::array::from_fn(|k| rows(chunk((z0 + k as u32).saturating_sub(1))));
+            // Row y's chunk in the last plane read (z + PLANES_AHEAD, clamped), and in the
+            // output's plane z.
+            let mut next = chunk(z0.saturating_add(PLANES_AHEAD as u32));
+            let mut dst = out.add(z0 as usize * plane + y as usize * row_len + x0 as usize);
             for z in z0..z1 {
-                let ahead = rows(z + PLANES_AHEAD + 1);
+                if nz - z > PLANES_AHEAD as u32 + 1 {
+                    next = next.add(plane);
+                }
+                let ahead = rows(next);
                 let values = chunk_of::<T>(
                     x0,
                     nx,
@@ -278,9 +436,11 @@ unsafe fn walk3<T: WideElement, const WIDE: bool>(
                         let planes = [planes[0], planes[1], planes[2]];
                         interior(Neighbours3 { planes, lane })
                     },
-                    |x| edge(x, y, z),
+                    |x| edge(x, y as usize, z as usize),
                 );
-                store::<T, WIDE>(out, z * plane + y * nx, x0, nx, values);
+                store::<T, WIDE>(dst, x0, nx, values);
+                // Past the output's end after its last plane: never written through.
+                dst = dst.wrapping_add(plane);
                 planes = shifted(planes, ahead);
             }
         }
