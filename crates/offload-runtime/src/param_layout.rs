@@ -75,7 +75,9 @@ impl KeptParams {
     /// Pack `args` of `kernel` for `device` as `transfer::pack` does (same parameters, same
     /// errors, `place` called alike): over the last launch's when the arguments are values and
     /// device data of the last launch's kinds, else laid out anew. The count of device-resident
-    /// arguments.
+    /// arguments. Inlined, so that a launch that writes over the last one's parameters does not
+    /// build `place`.
+    #[inline]
     pub(crate) fn pack(
         &mut self,
         device: &Device,
