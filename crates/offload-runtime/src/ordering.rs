@@ -177,7 +177,9 @@ pub(crate) struct Claim<'u> {
 }
 
 impl<'u> Claim<'u> {
-    /// Claim `uses`, each once (written if any use writes it).
+    /// Claim `uses`, each once (written if any use writes it). Inlined: the claim is not moved
+    /// out of the call.
+    #[inline]
     pub(crate) fn of(uses: impl Iterator<Item = (&'u Uses, bool)> + Clone) -> Claim<'u> {
         if !TRACKING.load(Relaxed) {
             return Claim {

@@ -107,6 +107,7 @@ impl KeptParams {
     /// Write `args` over the last launch's parameters, in its layout, as `pack_into` would pack
     /// them (with its errors, in its order); `None` when an argument is not a value or device
     /// data of the kind the layout has for it (nothing is kept before the first launch).
+    #[inline]
     fn write_over(
         &mut self,
         device: &Device,
@@ -120,10 +121,8 @@ impl KeptParams {
         let mut resident = 0;
         let word = |w: &u64| w as *const u64 as *const u8;
         for (arg, &(kind, at)) in args.iter().zip(&self.layout) {
-            match (arg.data, kind) {
-                (ArgData::Value { ptr, size, align }, Kind::Value { size: s, align: a })
-                    if (size, align) == (s, a) =>
-                {
+            match arg.data {
+                ArgData::Value { ptr, size, align } if kind == (Kind::Value { size, align }) => {
                     // SAFETY: a `DeviceCopy` value of `size` bytes, borrowed for the launch;
                     // the common sizes get a copy of known size.
                     unsafe {
@@ -134,15 +133,16 @@ impl KeptParams {
                         }
                     }
                 }
-                (
-                    ArgData::Resident {
-                        device: on,
-                        addr,
-                        len,
-                        ..
-                    },
-                    Kind::Slice { extents },
-                ) if extents == arg.extents.len() => {
+                ArgData::Resident {
+                    device: on,
+                    addr,
+                    len,
+                    ..
+                } if kind
+                    == (Kind::Slice {
+                        extents: arg.extents.len(),
+                    }) =>
+                {
                     if let Err(e) = check_resident(kernel, device, on) {
                         return Some(Err(e));
                     }

@@ -661,23 +661,18 @@ impl<'scope, M: StreamMode> Stream<'scope, M> {
         }
         queued?;
         self.queue.note_launched(kernel.name, &entry.image, noted);
+        let name = device.name();
         if device.memory_is_host() {
-            trace::host_launch(device.name(), kernel.name, Duration::ZERO);
+            trace::host_launch(name, kernel.name, Duration::ZERO);
         } else {
-            trace::queued_launch(device.name(), kernel.name, &summary);
+            trace::queued_launch(name, kernel.name, &summary);
         }
         let LaunchSummary {
             bytes_to_device,
             bytes_from_device,
             ..
         } = summary;
-        crate::report::record_queued(
-            kernel.name,
-            shape,
-            bytes_to_device,
-            bytes_from_device,
-            device.name(),
-        );
+        crate::report::record_queued(kernel.name, shape, bytes_to_device, bytes_from_device, name);
         Ok(())
     }
 }
