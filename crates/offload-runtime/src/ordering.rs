@@ -123,6 +123,7 @@ impl<Q: PartialEq + Clone> InFlight<Q> {
 
     /// Note a use on `queue`, queued after its conflicts; `own` makes the entry to keep, only
     /// when one is added.
+    #[inline]
     fn note<K>(&mut self, queue: &K, write: bool, own: impl FnOnce() -> Q)
     where
         Q: PartialEq<K>,
