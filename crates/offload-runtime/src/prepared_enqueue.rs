@@ -3,10 +3,12 @@
 //! and checked when it is prepared. Each [`PreparedEnqueue::enqueue`] then checks only what
 //! depends on its arguments, as the generic `enqueue` does: refused arguments, written device
 //! memory shared between arguments, each argument's device, the element count a default grid is
-//! sized from (sized anew when it changes); it packs them into the handle's own buffer, orders
-//! device data across streams and queues the kernel. What it skips per launch: the kept-launch
-//! lookup (`crate::prepared`), the launch's device check, the thread's spare parameter buffer, and
-//! the lock of the stream's kernel list while the list still holds its kernel.
+//! sized from (sized anew when it changes); it writes them over the last launch's parameters in
+//! the handle's own buffer, whose layout it keeps (`crate::param_layout`), orders device data
+//! across streams and queues the kernel. What it skips per launch: the kept-launch lookup
+//! (`crate::prepared`), the launch's device check, laying the parameters out, the thread's spare
+//! parameter buffer, and the lock of the stream's kernel list while the list still holds its
+//! kernel.
 //!
 //! The handle keeps the entry of the code its device had loaded when it was prepared: once
 //! `Device::release` renewed the device's code generation (see `crate::prepared`), it refuses to
