@@ -123,8 +123,7 @@ impl PackedArgs {
     }
 
     /// Overwrite the `size` bytes at `offset`, inside the buffer, with those at `value`: a launch
-    /// prepared once writes its arguments over the last launch's, laid out alike
-    /// (`crate::param_layout`).
+    /// prepared once writes its arguments over the last launch's, laid out alike.
     ///
     /// # Safety
     /// `value..value + size` is readable, outside the buffer.
