@@ -161,6 +161,7 @@ pub(crate) fn uses_of<'u>(
 }
 
 /// The tracked device data among `args`, claimed for one launch.
+#[inline]
 pub(crate) fn claim_uses<'u>(args: &'u [KernelArg<'_>]) -> Claim<'u> {
     Claim::of(uses_of(args))
 }

@@ -40,6 +40,7 @@ pub mod map;
 pub mod nd;
 pub mod ordering;
 mod output_backup;
+mod param_layout;
 mod pinned;
 mod prepared;
 pub mod prepared_enqueue;

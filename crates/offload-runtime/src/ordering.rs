@@ -38,28 +38,47 @@ pub(crate) struct Uses {
     in_flight: Mutex<InFlight<QueueRef>>,
 }
 
-/// A queue, compared by identity. Weak: a scope drops its streams' queues only once their work
-/// is done, so a queue that is gone has nothing left to wait for.
+/// A queue, compared by identity: the address of its plugin object, kept beside it (a weak
+/// reference to a `dyn Backend` finds its address through the vtable's alignment each time).
+/// Weak: a scope drops its streams' queues only once their work is done, so a queue that is gone
+/// has nothing left to wait for. While it is held, the allocation stays, so no other queue gets
+/// its address.
 #[derive(Clone)]
-struct QueueRef(Weak<dyn Backend>);
+struct QueueRef {
+    at: QueueAt,
+    queue: Weak<dyn Backend>,
+}
 
-impl PartialEq for QueueRef {
-    fn eq(&self, other: &Self) -> bool {
-        Weak::ptr_eq(&self.0, &other.0)
+/// A live queue's identity: the address of its plugin object.
+#[derive(Clone, Copy, PartialEq, Eq)]
+struct QueueAt(usize);
+
+impl QueueAt {
+    fn of(queue: &Arc<dyn Backend>) -> Self {
+        QueueAt(Arc::as_ptr(queue) as *const () as usize)
     }
 }
 
-/// Compared with the live queue itself, so that a use that changes nothing (the common case:
+impl PartialEq for QueueRef {
+    fn eq(&self, other: &Self) -> bool {
+        self.at == other.at
+    }
+}
+
+/// Compared with a live queue's address, so that a use that changes nothing (the common case:
 /// work staying on one queue) touches no reference count.
-impl PartialEq<Arc<dyn Backend>> for QueueRef {
-    fn eq(&self, queue: &Arc<dyn Backend>) -> bool {
-        std::ptr::addr_eq(self.0.as_ptr(), Arc::as_ptr(queue))
+impl PartialEq<QueueAt> for QueueRef {
+    fn eq(&self, queue: &QueueAt) -> bool {
+        self.at == *queue
     }
 }
 
 impl QueueRef {
-    fn of(queue: &Arc<dyn Backend>) -> Self {
-        QueueRef(Arc::downgrade(queue))
+    fn of(queue: &Arc<dyn Backend>, at: QueueAt) -> Self {
+        QueueRef {
+            at,
+            queue: Arc::downgrade(queue),
+        }
     }
 }
 
@@ -104,6 +123,7 @@ impl<Q: PartialEq + Clone> InFlight<Q> {
 
     /// Note a use on `queue`, queued after its conflicts; `own` makes the entry to keep, only
     /// when one is added.
+    #[inline]
     fn note<K>(&mut self, queue: &K, write: bool, own: impl FnOnce() -> Q)
     where
         Q: PartialEq<K>,
@@ -137,7 +157,7 @@ impl Uses {
     /// Wait on the host until every queued use is done (before the memory is freed).
     pub(crate) fn wait_all(&self) -> Result<()> {
         let in_flight = self.in_flight.lock().unwrap_or_else(|p| p.into_inner());
-        for queue in in_flight.all().filter_map(|q| q.0.upgrade()) {
+        for queue in in_flight.all().filter_map(|q| q.queue.upgrade()) {
             queue.record_event()?.synchronize()?;
         }
         Ok(())
@@ -158,7 +178,9 @@ pub(crate) struct Claim<'u> {
 }
 
 impl<'u> Claim<'u> {
-    /// Claim `uses`, each once (written if any use writes it).
+    /// Claim `uses`, each once (written if any use writes it). Inlined: the claim is not moved
+    /// out of the call.
+    #[inline]
     pub(crate) fn of(uses: impl Iterator<Item = (&'u Uses, bool)> + Clone) -> Claim<'u> {
         if !TRACKING.load(Relaxed) {
             return Claim {
@@ -213,20 +235,24 @@ impl<'u> Claim<'u> {
 
     /// Make `queue` wait for the conflicting uses on other queues: one wait per such queue.
     pub(crate) fn order_on(&self, queue: &Arc<dyn Backend>) -> Result<()> {
+        let at = QueueAt::of(queue);
         let mut others = Vec::new();
         for (in_flight, write) in &self.held {
-            in_flight.conflicts(queue, *write, &mut others);
+            in_flight.conflicts(&at, *write, &mut others);
         }
-        for other in others.iter().filter_map(|q| q.0.upgrade()) {
+        for other in others.iter().filter_map(|q| q.queue.upgrade()) {
             queue.wait_for(&*other)?;
         }
         Ok(())
     }
 
-    /// Note the uses as queued on `queue` (after `order_on`), and release the claim.
+    /// Note the uses as queued on `queue` (after `order_on`), and release the claim. Inlined:
+    /// the claim is not moved into the call.
+    #[inline]
     pub(crate) fn queued_on(mut self, queue: &Arc<dyn Backend>) {
+        let at = QueueAt::of(queue);
         for (in_flight, write) in &mut self.held {
-            in_flight.note(queue, *write, || QueueRef::of(queue));
+            in_flight.note(&at, *write, || QueueRef::of(queue, at));
         }
     }
 

@@ -3,19 +3,22 @@
 //! and checked when it is prepared. Each [`PreparedEnqueue::enqueue`] then checks only what
 //! depends on its arguments, as the generic `enqueue` does: refused arguments, written device
 //! memory shared between arguments, each argument's device, the element count a default grid is
-//! sized from (sized anew when it changes); it packs them into the handle's own buffer, orders
-//! device data across streams and queues the kernel. What it skips per launch: the kept-launch
-//! lookup (`crate::prepared`), the launch's device check, the thread's spare parameter buffer, and
-//! the lock of the stream's kernel list while the list still holds its kernel.
+//! sized from (sized anew when it changes); it writes them over the last launch's parameters in
+//! the handle's own buffer, whose layout it keeps (`crate::param_layout`), orders device data
+//! across streams and queues the kernel. What it skips per launch: the kept-launch lookup
+//! (`crate::prepared`), the launch's device check, laying the parameters out, the thread's spare
+//! parameter buffer, and the lock of the stream's kernel list while the list still holds its
+//! kernel.
 //!
 //! The handle keeps the entry of the code its device had loaded when it was prepared: once
 //! `Device::release` renewed the device's code generation (see `crate::prepared`), it refuses to
 //! launch with `Err(Released)`.
 
-use crate::backend::{PackedArgs, Shape};
+use crate::backend::Shape;
 use crate::kernel::{Kernel, KernelArg};
 use crate::launch::{check_arguments, check_fits_entry, Launch};
 use crate::loaded::Entry;
+use crate::param_layout::KeptParams;
 use crate::stream::Stream;
 use crate::{Error, Result};
 
@@ -31,8 +34,8 @@ pub struct PreparedEnqueue<'s> {
     shape: Shape,
     /// What `shape` was sized for (`Launch::items_of`).
     items: (u64, u64),
-    /// The last launch's parameters: their buffers serve the next one.
-    params: PackedArgs,
+    /// The last launch's parameters: the next one writes over them.
+    params: KeptParams,
     /// For `Queue::note_launched`: when this handle last noted its kernel on the stream.
     noted: u64,
 }
@@ -66,7 +69,7 @@ pub fn prepare<'s>(
         entry,
         shape,
         items,
-        params: PackedArgs::default(),
+        params: KeptParams::kept(),
         noted: u64::MAX,
     })
 }
@@ -124,7 +127,9 @@ mod tests {
     }
 
     /// A launch's parameters: their layout and fill's three words (value, address, length).
-    fn fill_params(args: &PackedArgs) -> (Vec<crate::backend::Param>, u32, u64, u64) {
+    fn fill_params(
+        args: &crate::backend::PackedArgs,
+    ) -> (Vec<crate::backend::Param>, u32, u64, u64) {
         // SAFETY: packed from fill's arguments: a u32, then a slice's address and length.
         unsafe {
             let words = (args.read::<u32>(0), args.read::<u64>(1), args.read(2));

@@ -68,18 +68,52 @@ thread_local! {
 }
 
 /// Keep `report`, of a launch on the device named `device`, as this thread's last.
-pub(crate) fn record(mut report: LaunchReport, device: &str) {
+pub(crate) fn record(report: LaunchReport, device: &str) {
+    keep(device, |kept| {
+        // The name goes into the buffer of the report it replaces.
+        let name = std::mem::take(&mut kept.device);
+        *kept = LaunchReport {
+            device: name,
+            ..report
+        };
+    });
+}
+
+/// Keep the report of a launch of `kernel` in `shape` queued on a stream of the device named
+/// `device`, which copies `bytes_to_device` bytes in and `bytes_from_device` back, as this
+/// thread's last: written over the kept report, so that a loop of launches builds and moves no
+/// report. Its times are zero and `None`: its kernel runs after the call returns, unobserved.
+pub(crate) fn record_queued(
+    kernel: &'static str,
+    shape: Shape,
+    bytes_to_device: usize,
+    bytes_from_device: usize,
+    device: &str,
+) {
+    keep(device, |kept| {
+        kept.kernel = kernel;
+        kept.grid = Some(shape.grid);
+        kept.block = Some(shape.block);
+        kept.bytes_to_device = bytes_to_device;
+        kept.bytes_from_device = bytes_from_device;
+        kept.time_to_device = Duration::ZERO;
+        kept.kernel_time = Duration::ZERO;
+        kept.device_time = None;
+        kept.time_from_device = Duration::ZERO;
+    });
+}
+
+/// Change this thread's last report (a default one before the first) with `change`, then name
+/// its device `device`: a loop of launches allocates nothing for the name, and copies nothing
+/// while the device stays the same.
+fn keep(device: &str, change: impl FnOnce(&mut LaunchReport)) {
     LAST.with_borrow_mut(|last| {
-        // The name goes into the buffer of the report it replaces: a loop of launches allocates
-        // nothing for it, and copies nothing while the device stays the same.
-        if let Some(replaced) = last {
-            report.device = std::mem::take(&mut replaced.device);
+        let kept = last.get_or_insert_with(LaunchReport::default);
+        change(kept);
+        if kept.device != device {
+            kept.device.clear();
+            kept.device.push_str(device);
         }
-        if report.device != device {
-            report.device.clear();
-            report.device.push_str(device);
-        }
-        *last = Some(report);
     });
 }
 

@@ -25,7 +25,7 @@
 //! it. The host device runs each launch when it is queued, so its streams are complete when a
 //! call returns.
 
-use crate::backend::{Backend, DevicePtr, NativeQueue, PackedArgs, QueueEvent, Shape};
+use crate::backend::{Backend, DevicePtr, NativeQueue, QueueEvent, Shape};
 use crate::device::{check_resident, Device};
 use crate::device_slice::{DeviceSlice, ScopeAllocation};
 use crate::graph::{Graph, Recording, ReplayQueue};
@@ -34,10 +34,10 @@ use crate::launch::Launch;
 use crate::loaded::{Entry, LoadedImage};
 use crate::map::{InArg, OutArg, StreamArg};
 use crate::ordering::Uses;
-use crate::report::LaunchReport;
+use crate::param_layout::KeptParams;
 use crate::stream_mode::{Records, Runs, StreamMode};
 use crate::trace::{self, CopySource, LaunchSummary};
-use crate::transfer::{kernel_failed, pack_into, HostData};
+use crate::transfer::{kernel_failed, HostData};
 use crate::{Error, Result};
 use offload_kernel::DeviceCopy;
 use std::marker::PhantomData;
@@ -575,7 +575,7 @@ pub fn enqueue<M: StreamMode>(
 ) -> Result<()> {
     let device = stream.check_launch_device(kernel, &launch)?;
     let (shape, entry) = launch.prepare(kernel, device, args)?;
-    let mut params = PackedArgs::with_capacity(args.len() * 2);
+    let mut params = KeptParams::once(args.len() * 2);
     stream.queue_kernel(kernel, &entry, shape, args, &mut params, None)
 }
 
@@ -608,7 +608,8 @@ impl<'scope, M: StreamMode> Stream<'scope, M> {
     }
 
     /// Queue `entry` of `kernel` in `shape` with `args`, checked (`Launch::prepare`), packing
-    /// its parameters into `params`; while the stream records, add it to the graph instead.
+    /// its parameters into `params` (over a launch prepared once's last ones when they fit);
+    /// while the stream records, add it to the graph instead.
     /// `noted`: a launch prepared once's count for `Queue::note_launched`.
     pub(crate) fn queue_kernel(
         &self,
@@ -616,7 +617,7 @@ impl<'scope, M: StreamMode> Stream<'scope, M> {
         entry: &Entry,
         shape: Shape,
         args: &[KernelArg<'_>],
-        params: &mut PackedArgs,
+        params: &mut KeptParams,
         noted: Option<&mut u64>,
     ) -> Result<()> {
         let device = &self.queue.device;
@@ -641,7 +642,6 @@ impl<'scope, M: StreamMode> Stream<'scope, M> {
             return recording.add(backend, device, kernel, entry, shape, args);
         }
         drop(recording);
-        let mut report = LaunchReport::new(kernel.name, shape);
         let mut buffers = Vec::new();
         let mut summary = LaunchSummary::default();
         let queued = queue_launch(
@@ -652,7 +652,6 @@ impl<'scope, M: StreamMode> Stream<'scope, M> {
             args,
             params,
             &mut buffers,
-            &mut report,
             &mut summary,
         );
         for ptr in buffers {
@@ -662,12 +661,18 @@ impl<'scope, M: StreamMode> Stream<'scope, M> {
         }
         queued?;
         self.queue.note_launched(kernel.name, &entry.image, noted);
+        let name = device.name();
         if device.memory_is_host() {
-            trace::host_launch(device.name(), &report);
+            trace::host_launch(name, kernel.name, Duration::ZERO);
         } else {
-            trace::queued_launch(device.name(), &report, &summary);
+            trace::queued_launch(name, kernel.name, &summary);
         }
-        crate::report::record(report, device.name());
+        let LaunchSummary {
+            bytes_to_device,
+            bytes_from_device,
+            ..
+        } = summary;
+        crate::report::record_queued(kernel.name, shape, bytes_to_device, bytes_from_device, name);
         Ok(())
     }
 }
@@ -684,27 +689,26 @@ fn queue_launch<M: StreamMode>(
     entry: &Entry,
     shape: Shape,
     args: &[KernelArg<'_>],
-    params: &mut PackedArgs,
+    params: &mut KeptParams,
     buffers: &mut Vec<DevicePtr>,
-    report: &mut LaunchReport,
     summary: &mut LaunchSummary,
 ) -> Result<()> {
     let device = &stream.queue.device;
     let backend = &*stream.queue.backend;
     let traced = !device.memory_is_host();
     let mut copy_back = Vec::new();
-    let copy_in = |d: DevicePtr, ptr: *const u8, bytes: usize, report: &mut LaunchReport| {
+    let copy_in = |d: DevicePtr, ptr: *const u8, bytes: usize, summary: &mut LaunchSummary| {
         // SAFETY: the host slice is borrowed for the stream's scope, which outlives the copy;
         // `d` holds `bytes`.
         unsafe { backend.copy_to_device(d, ptr, bytes)? };
-        report.bytes_to_device += bytes;
+        summary.bytes_to_device += bytes;
         if traced {
             let source = CopySource::StreamArgument;
             trace::queued_copy_to_device(device.id(), device.name(), ptr, bytes, source);
         }
         Ok::<(), Error>(())
     };
-    let resident = pack_into(params, device, kernel.name, args, |data| match data {
+    let resident = params.pack(device, kernel.name, args, |data| match data {
         HostData::Input {
             present_only: true, ..
         } => Err(Error::InvalidLaunch {
@@ -717,14 +721,14 @@ fn queue_launch<M: StreamMode>(
         HostData::Input { ptr, bytes, .. } => {
             let d = alloc(backend, kernel, bytes, buffers)?;
             summary.copied += 1;
-            copy_in(d, ptr, bytes, report)?;
+            copy_in(d, ptr, bytes, summary)?;
             Ok(d)
         }
         HostData::Output { ptr, bytes, kind } => {
             let d = alloc(backend, kernel, bytes, buffers)?;
             summary.copied += 1;
             if matches!(kind, OutKind::ToFrom | OutKind::To) {
-                copy_in(d, ptr, bytes, report)?;
+                copy_in(d, ptr, bytes, summary)?;
             } else {
                 // SAFETY: `d` holds `bytes`.
                 unsafe { backend.fill_zero(d, bytes)? };
@@ -750,11 +754,11 @@ fn queue_launch<M: StreamMode>(
     // SAFETY: `params` were packed from the arguments of this kernel's launcher; the buffers
     // they name are freed after the queued work, and the host data they name stays borrowed for
     // the stream's scope.
-    unsafe { backend.launch(entry.handle, shape, params) }
+    unsafe { backend.launch(entry.handle, shape, params.params()) }
         .map_err(|e| kernel_failed(kernel.name, e))?;
     claim.queued_on(&stream.queue.backend);
     for (host, d, bytes) in copy_back {
-        report.bytes_from_device += bytes;
+        summary.bytes_from_device += bytes;
         // SAFETY: the `&mut` host slice is borrowed for the stream's scope, which waits for the
         // copy before it ends.
         unsafe { backend.copy_from_device(host, d, bytes)? };

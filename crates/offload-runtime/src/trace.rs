@@ -387,6 +387,11 @@ pub(crate) struct LaunchSummary {
     pub present: usize,
     pub copied: usize,
     pub resident: usize,
+    /// Bytes copied to the device, for a launch queued on a stream (a plain launch's report
+    /// counts them).
+    pub bytes_to_device: usize,
+    /// Bytes copied back, likewise.
+    pub bytes_from_device: usize,
 }
 
 /// The summary line of a launch on a GPU.
@@ -415,31 +420,32 @@ pub(crate) fn launch(device: &str, report: &crate::LaunchReport, summary: &Launc
 }
 
 /// The summary line of a launch queued on a stream of a GPU (its copies have lines of their own).
-pub(crate) fn queued_launch(device: &str, report: &crate::LaunchReport, summary: &LaunchSummary) {
+pub(crate) fn queued_launch(device: &str, kernel: &str, summary: &LaunchSummary) {
     add(Field::Launches, 1);
     if enabled() {
         print(format_args!(
             "queue  {} on {}: slices {} copied, {} device-resident; {} B to device, {} B from \
              device",
-            report.kernel,
+            kernel,
             device,
             summary.copied,
             summary.resident,
-            report.bytes_to_device,
-            report.bytes_from_device,
+            summary.bytes_to_device,
+            summary.bytes_from_device,
         ));
     }
 }
 
-/// The summary line of a host-backend launch (kernels work on host memory in place).
-pub(crate) fn host_launch(device: &str, report: &crate::LaunchReport) {
+/// The summary line of a host-backend launch (kernels work on host memory in place) whose
+/// kernel took `kernel_time` (zero for a launch queued on a stream, unobserved).
+pub(crate) fn host_launch(device: &str, kernel: &str, kernel_time: Duration) {
     add(Field::Launches, 1);
     if enabled() {
         print(format_args!(
             "launch {} on {}: in host memory, nothing moved; kernel {:.3} ms",
-            report.kernel,
+            kernel,
             device,
-            report.kernel_time.as_secs_f64() * 1e3,
+            kernel_time.as_secs_f64() * 1e3,
         ));
     }
 }

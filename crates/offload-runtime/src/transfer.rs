@@ -162,7 +162,7 @@ pub(crate) fn pack(
     Ok((params, resident))
 }
 
-/// [`pack`] into `params`, emptied first (a launch prepared once reuses its buffer).
+/// [`pack`] appending to `params`; the count of device-resident arguments.
 pub(crate) fn pack_into(
     params: &mut PackedArgs,
     device: &Device,
@@ -172,7 +172,6 @@ pub(crate) fn pack_into(
 ) -> Result<usize> {
     let host_memory = device.memory_is_host();
     let in_place = |ptr: *const u8| DevicePtr(ptr as usize as u64);
-    params.clear();
     let mut resident = 0;
     for arg in args {
         let (device_ptr, len) = match arg.data {
@@ -411,7 +410,7 @@ pub(crate) fn launch(
     if traced {
         trace::launch(backend.name(), report, &summary);
     } else {
-        trace::host_launch(backend.name(), report);
+        trace::host_launch(backend.name(), kernel, report.kernel_time);
     }
     Ok(())
 }

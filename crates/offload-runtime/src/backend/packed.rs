@@ -122,6 +122,23 @@ impl PackedArgs {
         });
     }
 
+    /// Overwrite the `size` bytes at `offset`, inside the buffer, with those at `value`: a launch
+    /// prepared once writes its arguments over the last launch's, laid out alike.
+    ///
+    /// # Safety
+    /// `value..value + size` is readable, outside the buffer.
+    pub(crate) unsafe fn write_at(&mut self, offset: usize, value: *const u8, size: usize) {
+        assert!(
+            offset + size <= self.bytes.len(),
+            "a write past the packed parameters"
+        );
+        // SAFETY: inside the buffer (checked above); `value` is readable per the contract.
+        unsafe {
+            let at = self.bytes.as_mut_ptr().add(offset);
+            std::ptr::copy_nonoverlapping(value as *const MaybeUninit<u8>, at, size);
+        }
+    }
+
     /// The start of the buffer.
     pub fn as_ptr(&self) -> *const u8 {
         self.bytes.as_ptr() as *const u8
