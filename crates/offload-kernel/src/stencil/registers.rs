@@ -84,6 +84,27 @@ fn shifted<R: Copy, const N: usize>(window: [R; N], next: R) -> [R; N] {
     core::array::from_fn(|k| if k + 1 < N { window[k + 1] } else { next })
 }
 
+/// The chunk at `chunk`: one 16-byte load with `WIDE`, else lane `j` from `lane(j)`.
+///
+/// # Safety
+/// With `WIDE`, a whole chunk at `chunk`, 16-byte aligned, is readable.
+#[inline(always)]
+unsafe fn read_chunk<T: WideElement, const WIDE: bool>(
+    chunk: *const T,
+    lane: impl Fn(usize) -> T,
+) -> T::Chunk {
+    if WIDE {
+        // SAFETY: per the contract.
+        unsafe { (chunk as *const T::Chunk).read() }
+    } else {
+        let mut mid = zeroed_chunk::<T>();
+        for (j, v) in mid.as_mut().iter_mut().enumerate() {
+            *v = lane(j);
+        }
+        mid
+    }
+}
+
 /// The chunk at `chunk` with its left and right points, as a walk reads a row; `WIDE`: the chunk
 /// sits at a 16-byte boundary. A parameter, not an argument: the two ways to read a chunk must
 /// be separate loops, else the compiler merges their loads into one that has lost the 16-byte
@@ -95,15 +116,7 @@ fn shifted<R: Copy, const N: usize>(window: [R; N], next: R) -> [R; N] {
 unsafe fn inner_row<T: WideElement, const WIDE: bool>(chunk: *const T) -> Row<T> {
     // SAFETY: per the contract.
     unsafe {
-        let mid = if WIDE {
-            (chunk as *const T::Chunk).read()
-        } else {
-            let mut mid = zeroed_chunk::<T>();
-            for (j, v) in mid.as_mut().iter_mut().enumerate() {
-                *v = *chunk.add(j);
-            }
-            mid
-        };
+        let mid = read_chunk::<T, WIDE>(chunk, |j| *chunk.add(j));
         Row {
             left: *chunk.sub(1),
             mid,
@@ -151,16 +164,8 @@ impl<T: WideElement, const WIDE: bool> Source<T, WIDE> {
         // SAFETY: every offset is at most `rest`, or -1 where x0 >= 1.
         unsafe {
             let at = |j: u32| *chunk.add(j.min(rest) as usize);
-            let mid = if WIDE {
-                // x0 + lanes <= nx (rows are whole chunks), and the chunk is 16-byte aligned.
-                (chunk as *const T::Chunk).read()
-            } else {
-                let mut mid = zeroed_chunk::<T>();
-                for (j, v) in mid.as_mut().iter_mut().enumerate() {
-                    *v = at(j as u32);
-                }
-                mid
-            };
+            // With WIDE, x0 + lanes <= nx (rows are whole chunks), and the chunk is aligned.
+            let mid = read_chunk::<T, WIDE>(chunk, |j| at(j as u32));
             Row {
                 left: if x0 >= 1 { *chunk.sub(1) } else { *chunk },
                 mid,
