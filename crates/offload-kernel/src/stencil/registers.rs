@@ -44,27 +44,13 @@ impl Walk for Registers {
         edge: &impl Fn(usize, usize, usize) -> T,
     ) {
         // Each fits in 32 bits: `Grid3::new` takes the extents as `u32`, and height <= nz.
-        let (nx, extent, height) = (nx as u32, (ny as u32, nz as u32), height as u32);
+        let (extent, height) = ((nx as u32, ny as u32, nz as u32), height as u32);
         // SAFETY: per the trait's contract.
         unsafe {
-            if rows_aligned(input, out, nx) {
-                walk3::<T, true>(
-                    Source { ptr: input, nx },
-                    out,
-                    extent,
-                    height,
-                    interior,
-                    edge,
-                )
+            if rows_aligned(input, out, extent.0) {
+                walk3::<T, true>((input, out), extent, height, interior, edge)
             } else {
-                walk3::<T, false>(
-                    Source { ptr: input, nx },
-                    out,
-                    extent,
-                    height,
-                    interior,
-                    edge,
-                )
+                walk3::<T, false>((input, out), extent, height, interior, edge)
             }
         }
     }
@@ -377,18 +363,17 @@ unsafe fn border_points2<T: WideElement>(
 /// coordinates and pointers moved a plane at a time, as in `walk2`.
 ///
 /// # Safety
-/// `input` and `out` hold `input.nx * ny * nz` points; every thread of the launch walks with the
+/// `input` and `out` hold `nx * ny * nz` points; every thread of the launch walks with the
 /// same extents and height.
 #[inline(always)]
 unsafe fn walk3<T: WideElement, const WIDE: bool>(
-    input: Source<T, WIDE>,
-    out: *mut T,
-    (ny, nz): (u32, u32),
+    (input, out): (*const T, *mut T),
+    (nx, ny, nz): (u32, u32, u32),
     height: u32,
     interior: &impl Fn(Neighbours3<T>) -> T,
     edge: &impl Fn(usize, usize, usize) -> T,
 ) {
-    let nx = input.nx;
+    let input = Source::<T, WIDE> { ptr: input, nx };
     let row_len = nx as usize;
     let plane = row_len * ny as usize;
     let columns = nx.div_ceil(lanes::<T>() as u32) as usize;
