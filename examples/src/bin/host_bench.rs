@@ -239,7 +239,8 @@ fn stencil5(
     side: usize,
     name: &str,
     launch: impl Fn(Launch<'_>, Grid2, &[f32], &mut [f32]) -> offload::Result<()>,
-    (rayon, reference): (fn(Grid2, &[f32], &mut [f32]), Reference),
+    rayon: fn(Grid2, &[f32], &mut [f32]),
+    reference: Reference,
 ) -> offload::Result<()> {
     let grid = Grid2 {
         width: side as u32,
@@ -341,27 +342,27 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         side,
         "stencil5",
         plain,
-        (stencil5_per_element, SAME_LOOP),
+        stencil5_per_element,
+        SAME_LOOP,
     )?;
     stencil5(
         &host,
         side,
         "stencil5",
         plain,
-        (
-            stencil5_rows,
-            Reference {
-                name: "rayon row by row",
-                goal: Goal::None,
-            },
-        ),
+        stencil5_rows,
+        Reference {
+            name: "rayon row by row",
+            goal: Goal::None,
+        },
     )?;
     stencil5(
         &host,
         side,
         "stencil5_tiles",
         |launch, grid, input, output| stencils::stencil5_tiles::launch(launch, grid, input, output),
-        (stencil5_rows, SAME_LOOP),
+        stencil5_rows,
+        SAME_LOOP,
     )?;
     stencil7(&host, 256 >> (scale / 3))?;
     Ok(())
