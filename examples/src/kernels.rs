@@ -27,24 +27,33 @@ pub struct Grid2 {
     pub centre: f32,
 }
 
-/// One Jacobi-style sweep of a 5-point stencil over a `width × height` row-major grid. Border
-/// points are copied unchanged.
-#[offload::kernel]
-pub fn stencil5(grid: Grid2, input: &[f32], output: &mut [f32]) {
-    let (w, h) = (grid.width as usize, grid.height as usize);
-    let side = (1.0 - grid.centre) * 0.25;
-    for (i, out) in output.iter_mine() {
+impl Grid2 {
+    /// The 5-point stencil's new value at element `i` of the row-major `input`: the border is
+    /// copied unchanged.
+    #[inline]
+    pub fn point(&self, input: &[f32], i: usize) -> f32 {
+        let (w, h) = (self.width as usize, self.height as usize);
+        let side = (1.0 - self.centre) * 0.25;
         // Row and column in 32-bit arithmetic: 64-bit division is emulated, and slow, on GPUs.
         let (r, c) = (
-            (i as u32 / grid.width) as usize,
-            (i as u32 % grid.width) as usize,
+            (i as u32 / self.width) as usize,
+            (i as u32 % self.width) as usize,
         );
-        *out = if r == 0 || c == 0 || r + 1 == h || c + 1 == w {
+        if r == 0 || c == 0 || r + 1 == h || c + 1 == w {
             input[i]
         } else {
-            grid.centre * input[i]
+            self.centre * input[i]
                 + side * (input[i - 1] + input[i + 1] + input[i - w] + input[i + w])
-        };
+        }
+    }
+}
+
+/// One Jacobi-style sweep of a 5-point stencil over a `width × height` row-major grid, one
+/// element per iteration. Border points are copied unchanged.
+#[offload::kernel]
+pub fn stencil5(grid: Grid2, input: &[f32], output: &mut [f32]) {
+    for (i, out) in output.iter_mine() {
+        *out = grid.point(input, i);
     }
 }
 

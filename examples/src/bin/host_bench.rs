@@ -184,27 +184,15 @@ fn add_sub(host: &Device, n: usize) -> offload::Result<()> {
     Ok(())
 }
 
-/// The 5-point stencil's sweep in rayon, as a kernel written one element per iteration does
-/// it: row and column from the index, then the point.
+/// The 5-point stencil's sweep in rayon, as the kernel written one element per iteration does
+/// it (`Grid2::point`: row and column from the index, then the point).
 fn stencil5_per_element(grid: Grid2, input: &[f32], output: &mut [f32]) {
-    let (w, h) = (grid.width as usize, grid.height as usize);
-    let side = (1.0 - grid.centre) * 0.25;
     output
         .par_chunks_mut(CHUNK)
         .enumerate()
         .for_each(|(chunk, out)| {
             for (k, out) in out.iter_mut().enumerate() {
-                let i = chunk * CHUNK + k;
-                let (r, c) = (
-                    (i as u32 / grid.width) as usize,
-                    (i as u32 % grid.width) as usize,
-                );
-                *out = if r == 0 || c == 0 || r + 1 == h || c + 1 == w {
-                    input[i]
-                } else {
-                    grid.centre * input[i]
-                        + side * (input[i - 1] + input[i + 1] + input[i - w] + input[i + w])
-                };
+                *out = grid.point(input, chunk * CHUNK + k);
             }
         })
 }
