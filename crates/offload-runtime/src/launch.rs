@@ -95,30 +95,38 @@ impl<'d> Launch<'d> {
         }
     }
 
-    /// The shape of a launch of `kernel` on `device` and the kernel's entry there (its code
-    /// loaded on first use), checked against both, once the arguments are known not to share
-    /// written device memory. Kept per thread for the launches that follow (`crate::prepared`).
-    pub(crate) fn prepare(
+    /// What decides the shape and entry of a launch of `kernel` on `device` with `args`
+    /// (`crate::prepared`), once the arguments are known to be passable and not to share written
+    /// device memory (`check_arguments`).
+    pub(crate) fn key(
         &self,
         kernel: &'static Kernel,
         device: &Device,
         args: &[KernelArg<'_>],
-    ) -> Result<(Shape, Entry)> {
+    ) -> Result<prepared::Key> {
         check_arguments(kernel, args)?;
-        let key = prepared::Key {
+        Ok(prepared::Key {
             kernel: prepared::Key::kernel(kernel),
             code: device.code_generation(),
             grid: self.grid,
             block: self.block,
             dynamic_shared: self.dynamic_shared,
             items: self.items_of(args),
-        };
-        prepared::shape_and_entry(key, || {
-            let shape = self.shape_on(kernel, device, key.items)?;
-            let entry = device.entry(kernel)?;
-            check_fits_entry(kernel, device, shape, &entry)?;
-            Ok((shape, entry))
         })
+    }
+
+    /// The shape of a launch of `kernel` on `device` for `items` (see `items_of`) and the
+    /// kernel's entry there (its code loaded on first use), checked against both.
+    pub(crate) fn prepare(
+        &self,
+        kernel: &'static Kernel,
+        device: &Device,
+        items: (u64, u64),
+    ) -> Result<(Shape, Entry)> {
+        let shape = self.shape_on(kernel, device, items)?;
+        let entry = device.entry(kernel)?;
+        check_fits_entry(kernel, device, shape, &entry)?;
+        Ok((shape, entry))
     }
 
     /// What a default grid is sized from among `args` (`default_items`); zero when the launch
@@ -369,7 +377,12 @@ pub fn launch(
         Some(named) => named.clone(),
         None => resolve_device(kernel, resident_on().as_ref())?,
     };
-    let (shape, entry) = launch.prepare(kernel, &device, args)?;
+    let key = launch.key(kernel, &device, args)?;
+    let (shape, entry) = prepared::with_kept(
+        key,
+        || launch.prepare(kernel, &device, key.items),
+        |kept| Ok((kept.shape, kept.entry.clone())),
+    )?;
     tracing::debug!(kernel = kernel.name, device = %device.name(), grid = ?shape.grid, block = ?shape.block, "launch");
     let mut report = LaunchReport::new(kernel.name, shape);
     transfer::launch(&device, kernel.name, &entry, shape, args, &mut report)?;

@@ -1,8 +1,9 @@
-//! The packed parameters of a launch prepared once (`crate::prepared_enqueue`), kept from one
-//! launch to the next with their layout. Where each argument's bytes go depends only on the
+//! The packed parameters of a launch on a stream, kept from one launch to the next with their
+//! layout: in a launch prepared once (`crate::prepared_enqueue`), or in the launch kept per
+//! thread for the generic `enqueue` (`crate::prepared`). Where each argument's bytes go depends only on the
 //! arguments' kinds: a value's size and alignment, a slice's count of extents (a slice is its
-//! address, its length and its extents). A kernel's generated `Prepared::enqueue` passes the
-//! same kinds every time, so after the first launch each one writes its values and device data
+//! address, its length and its extents). A kernel's generated `enqueue` and `Prepared::enqueue` pass
+//! the same kinds every time, so after the first launch each one writes its values and device data
 //! over the last one's in place instead of laying the parameters out again. Arguments of other
 //! kinds, and host data (which needs a place on the device), are packed anew.
 
@@ -44,8 +45,6 @@ pub(crate) struct KeptParams {
     params: PackedArgs,
     /// Empty until a launch packed them, and while a packing that lays them out anew runs.
     layout: Vec<(Kind, usize)>,
-    /// Whether the layout is kept: not for one launch's own parameters.
-    keep: bool,
 }
 
 impl KeptParams {
@@ -54,16 +53,6 @@ impl KeptParams {
         KeptParams {
             params: PackedArgs::default(),
             layout: Vec::new(),
-            keep: true,
-        }
-    }
-
-    /// The parameters of one launch, with room for `params` parameters: nothing is kept.
-    pub(crate) fn once(params: usize) -> Self {
-        KeptParams {
-            params: PackedArgs::with_capacity(params),
-            layout: Vec::new(),
-            keep: false,
         }
     }
 
@@ -92,14 +81,12 @@ impl KeptParams {
         self.layout.clear();
         self.params.clear();
         let resident = pack_into(&mut self.params, device, kernel, args, place)?;
-        if self.keep {
-            let offsets = self.params.params();
-            let mut first = 0;
-            for arg in args {
-                let kind = Kind::of(arg);
-                self.layout.push((kind, offsets[first].offset));
-                first += kind.params();
-            }
+        let offsets = self.params.params();
+        let mut first = 0;
+        for arg in args {
+            let kind = Kind::of(arg);
+            self.layout.push((kind, offsets[first].offset));
+            first += kind.params();
         }
         Ok(resident)
     }

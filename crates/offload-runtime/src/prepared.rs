@@ -3,7 +3,10 @@
 //! on the same device with the same settings and, for a default grid, the same element count. A
 //! loop of launches then neither sizes and checks its grid nor looks its entry up under the
 //! device's lock again: only the checks that depend on the arguments themselves run per launch
-//! (refused arguments, shared device memory, the arguments' devices).
+//! (refused arguments, shared device memory, the arguments' devices). A launch on a stream also
+//! finds there its last parameters, to write the next ones over in their layout
+//! (`crate::param_layout`), and when it last noted its kernel on a stream (`noted`), as a launch
+//! prepared with `crate::prepared_enqueue` keeps them in its handle.
 //!
 //! A key names the device's loaded code by its generation (`Loaded::generation`), unique in the
 //! process and renewed when the device is released, so an entry of code unloaded since, or of a
@@ -12,6 +15,7 @@
 use crate::backend::Shape;
 use crate::kernel::Kernel;
 use crate::loaded::Entry;
+use crate::param_layout::KeptParams;
 use crate::Result;
 use offload_kernel::Dim3;
 use std::cell::RefCell;
@@ -36,12 +40,34 @@ impl Key {
     }
 }
 
+/// A launch kept for the next ones with the same key.
+pub(crate) struct KeptLaunch {
+    pub shape: Shape,
+    pub entry: Entry,
+    /// The last parameters a launch on a stream packed.
+    pub params: KeptParams,
+    /// For `Queue::note_launched`: the stream's list of kernels under which this launch's kernel
+    /// was noted last.
+    pub noted: u64,
+}
+
+impl KeptLaunch {
+    fn new((shape, entry): (Shape, Entry)) -> Self {
+        KeptLaunch {
+            shape,
+            entry,
+            params: KeptParams::kept(),
+            noted: u64::MAX,
+        }
+    }
+}
+
 /// Launches kept per thread: enough for the few kernels a loop alternates between.
 const SLOTS: usize = 4;
 
 #[derive(Default)]
 struct Kept {
-    slots: [Option<(Key, Shape, Entry)>; SLOTS],
+    slots: [Option<(Key, KeptLaunch)>; SLOTS],
     /// The slot the next new launch replaces.
     next: usize,
 }
@@ -50,30 +76,83 @@ thread_local! {
     static KEPT: RefCell<Kept> = RefCell::new(Kept::default());
 }
 
-/// The shape and entry of a launch with `key`: kept from an earlier launch of this thread, else
-/// from `prepare`, then kept (only when it succeeded).
-pub(crate) fn shape_and_entry(
+/// Run `launch` with the launch of `key`: kept from an earlier launch of this thread, else from
+/// `prepare`, then kept (only when it succeeded). While the thread's kept launches are in use (a
+/// launch made inside another's, as a rayon worker waiting for the host device's blocks may
+/// run), and during the thread's teardown, with one prepared for this launch alone.
+pub(crate) fn with_kept<R>(
     key: Key,
     prepare: impl FnOnce() -> Result<(Shape, Entry)>,
-) -> Result<(Shape, Entry)> {
-    // During the thread's teardown nothing is kept.
-    let found = KEPT.try_with(|kept| {
-        kept.borrow()
+    launch: impl FnOnce(&mut KeptLaunch) -> Result<R>,
+) -> Result<R> {
+    let (mut prepare, mut launch) = (Some(prepare), Some(launch));
+    let kept = KEPT.try_with(|kept| {
+        let mut kept = kept.try_borrow_mut().ok()?;
+        let kept = &mut *kept;
+        let found = kept
             .slots
             .iter()
-            .flatten()
-            .find(|(k, ..)| *k == key)
-            .map(|(_, shape, entry)| (*shape, entry.clone()))
+            .position(|slot| slot.as_ref().is_some_and(|(k, _)| *k == key));
+        let slot = match found {
+            Some(slot) => slot,
+            None => {
+                let prepared = match prepare.take().expect("not called yet")() {
+                    Ok(prepared) => prepared,
+                    Err(e) => return Some(Err(e)),
+                };
+                let slot = kept.next;
+                kept.next = (slot + 1) % SLOTS;
+                kept.slots[slot] = Some((key, KeptLaunch::new(prepared)));
+                slot
+            }
+        };
+        let (_, found) = kept.slots[slot].as_mut().expect("filled above");
+        Some(launch.take().expect("not called yet")(found))
     });
-    if let Ok(Some(found)) = found {
-        return Ok(found);
+    if let Ok(Some(done)) = kept {
+        return done;
     }
-    let (shape, entry) = prepare()?;
-    let _ = KEPT.try_with(|kept| {
-        let mut kept = kept.borrow_mut();
-        let slot = kept.next;
-        kept.next = (slot + 1) % SLOTS;
-        kept.slots[slot] = Some((key, shape, entry.clone()));
-    });
-    Ok((shape, entry))
+    let prepared = prepare.take().expect("not called when nothing was kept")()?;
+    let mut once = KeptLaunch::new(prepared);
+    launch.take().expect("not called when nothing was kept")(&mut once)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kernel::KernelArg;
+    use crate::launch::tests::on_the_mock::{mock, FILL};
+    use crate::launch::Launch;
+    use std::cell::Cell;
+
+    /// A launch made while the thread's kept launches are in use (inside another launch) gets
+    /// one prepared for itself, and keeps nothing.
+    #[test]
+    fn a_launch_inside_another_is_prepared_for_itself() {
+        let (_gpu, device) = mock();
+        let mut out = [0u32; 8];
+        let args = [KernelArg::value(&7u32), KernelArg::slice_mut(&mut out)];
+        let launch = Launch::auto();
+        let key = launch.key(&FILL, &device, &args).unwrap();
+        let prepared = Cell::new(0);
+        let prepare = || {
+            prepared.set(prepared.get() + 1);
+            launch.prepare(&FILL, &device, key.items)
+        };
+        with_kept(key, prepare, |outer| {
+            outer.noted = 1;
+            with_kept(key, prepare, |inner| {
+                assert_eq!(inner.noted, u64::MAX, "not the outer launch");
+                Ok(())
+            })
+        })
+        .unwrap();
+        assert_eq!(prepared.get(), 2);
+        with_kept(key, prepare, |kept| {
+            assert_eq!(kept.noted, 1, "the outer launch was kept");
+            Ok(())
+        })
+        .unwrap();
+        assert_eq!(prepared.get(), 2);
+    }
 }

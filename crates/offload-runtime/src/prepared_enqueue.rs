@@ -58,9 +58,7 @@ pub fn prepare<'s>(
     let code = device.code_generation();
     // A default grid for one element until the arguments say otherwise.
     let items = launch.items_of(&[]);
-    let shape = launch.shape_on(kernel, device, items)?;
-    let entry = device.entry(kernel)?;
-    check_fits_entry(kernel, device, shape, &entry)?;
+    let (shape, entry) = launch.prepare(kernel, device, items)?;
     Ok(PreparedEnqueue {
         stream: stream.another(),
         kernel,
@@ -97,7 +95,7 @@ impl PreparedEnqueue<'_> {
             self.shape,
             args,
             &mut self.params,
-            Some(&mut self.noted),
+            &mut self.noted,
         )
     }
 }

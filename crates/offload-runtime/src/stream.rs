@@ -35,6 +35,7 @@ use crate::loaded::{Entry, LoadedImage};
 use crate::map::{InArg, OutArg, StreamArg};
 use crate::ordering::Uses;
 use crate::param_layout::KeptParams;
+use crate::prepared;
 use crate::stream_mode::{Records, Runs, StreamMode};
 use crate::trace::{self, CopySource, LaunchSummary};
 use crate::transfer::{kernel_failed, HostData};
@@ -93,7 +94,7 @@ impl<'scope> StreamScope<'scope, '_> {
             allocations: Mutex::new(Vec::new()),
             recording: Mutex::new(None),
             is_recording: AtomicBool::new(false),
-            launched_taken: AtomicU64::new(0),
+            launched_epoch: AtomicU64::new(new_epoch()),
         });
         self.queues
             .lock()
@@ -129,9 +130,16 @@ struct Queue {
     /// Whether `recording` holds one: read by every launch and call on the stream, without
     /// taking the lock when it does not. Changed with the lock held.
     is_recording: AtomicBool,
-    /// How many times `synchronize` took `launched` (changed with its lock held): a launch
-    /// prepared once that noted its kernel under the same count finds it there still.
-    launched_taken: AtomicU64,
+    /// Renewed (`new_epoch`) each time `synchronize` takes `launched`, with its lock held: a
+    /// launch that noted its kernel under the same epoch finds it there still. Unique in the
+    /// process, so that it also names the stream.
+    launched_epoch: AtomicU64,
+}
+
+/// A value of `Queue::launched_epoch` that no queue had before.
+fn new_epoch() -> u64 {
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    NEXT.fetch_add(1, Ordering::Relaxed)
 }
 
 impl ReplayQueue for Queue {
@@ -153,21 +161,15 @@ impl ReplayQueue for Queue {
 
 impl Queue {
     /// Note a kernel queued, unless it is the one noted last: a loop of the same launch keeps
-    /// one entry (the panic record is per image, the names are for messages). A launch prepared
-    /// once passes the `launched_taken` count under which it noted its kernel last (`noted`),
-    /// and takes no lock while the count is unchanged: its entry is still there for the next
-    /// `synchronize`, which takes the list only after this launch was queued (it would have
-    /// changed the count before).
-    fn note_launched(
-        &self,
-        kernel: &'static str,
-        image: &Arc<LoadedImage>,
-        noted: Option<&mut u64>,
-    ) {
-        if let Some(noted) = &noted {
-            if self.launched_taken.load(Ordering::SeqCst) == **noted {
-                return;
-            }
+    /// one entry (the panic record is per image, the names are for messages). A launch passes
+    /// the epoch under which it noted its kernel last (`noted`, `u64::MAX` at first; one per
+    /// launch kept per thread or prepared once), and takes no lock while that is this queue's
+    /// epoch: its entry is still there for the next `synchronize`, which takes the list only
+    /// after this launch was queued (it would have renewed the epoch before). Epochs are unique
+    /// in the process, so a note on another stream never matches.
+    fn note_launched(&self, kernel: &'static str, image: &Arc<LoadedImage>, noted: &mut u64) {
+        if self.launched_epoch.load(Ordering::SeqCst) == *noted {
+            return;
         }
         let mut launched = self.launched.lock().unwrap_or_else(|p| p.into_inner());
         let repeated = launched
@@ -176,9 +178,7 @@ impl Queue {
         if !repeated {
             launched.push((kernel, image.clone()));
         }
-        if let Some(noted) = noted {
-            *noted = self.launched_taken.load(Ordering::SeqCst);
-        }
+        *noted = self.launched_epoch.load(Ordering::SeqCst);
     }
 
     /// Wait for the queued work, then report a kernel that panicked in it.
@@ -186,7 +186,7 @@ impl Queue {
         let backend = &*self.backend;
         let launched = {
             let mut launched = self.launched.lock().unwrap_or_else(|p| p.into_inner());
-            self.launched_taken.fetch_add(1, Ordering::SeqCst);
+            self.launched_epoch.store(new_epoch(), Ordering::SeqCst);
             std::mem::take(&mut *launched)
         };
         let failed = |kernel: &'static str, message: String| Error::KernelFailed {
@@ -574,9 +574,22 @@ pub fn enqueue<M: StreamMode>(
     args: &mut [KernelArg<'_>],
 ) -> Result<()> {
     let device = stream.check_launch_device(kernel, &launch)?;
-    let (shape, entry) = launch.prepare(kernel, device, args)?;
-    let mut params = KeptParams::once(args.len() * 2);
-    stream.queue_kernel(kernel, &entry, shape, args, &mut params, None)
+    let key = launch.key(kernel, device, args)?;
+    prepared::with_kept(
+        key,
+        || launch.prepare(kernel, device, key.items),
+        |kept| {
+            let params = &mut kept.params;
+            stream.queue_kernel(
+                kernel,
+                &kept.entry,
+                kept.shape,
+                args,
+                params,
+                &mut kept.noted,
+            )
+        },
+    )
 }
 
 impl<'scope, M: StreamMode> Stream<'scope, M> {
@@ -607,10 +620,10 @@ impl<'scope, M: StreamMode> Stream<'scope, M> {
         }
     }
 
-    /// Queue `entry` of `kernel` in `shape` with `args`, checked (`Launch::prepare`), packing
-    /// its parameters into `params` (over a launch prepared once's last ones when they fit);
-    /// while the stream records, add it to the graph instead.
-    /// `noted`: a launch prepared once's count for `Queue::note_launched`.
+    /// Queue `entry` of `kernel` in `shape` with `args`, checked (`Launch::key`), packing its
+    /// parameters into `params` (over the last ones of the same launch when they fit); while the
+    /// stream records, add it to the graph instead. `noted`: the launch's note for
+    /// `Queue::note_launched`.
     pub(crate) fn queue_kernel(
         &self,
         kernel: &'static Kernel,
@@ -618,7 +631,7 @@ impl<'scope, M: StreamMode> Stream<'scope, M> {
         shape: Shape,
         args: &[KernelArg<'_>],
         params: &mut KeptParams,
-        noted: Option<&mut u64>,
+        noted: &mut u64,
     ) -> Result<()> {
         let device = &self.queue.device;
         let backend = &*self.queue.backend;
@@ -787,7 +800,7 @@ fn alloc(
 mod tests {
     use super::*;
     use crate::kernel::KernelArg;
-    use crate::launch::tests::on_the_mock::{mock, FILL};
+    use crate::launch::tests::on_the_mock::{mock, record, FILL};
     use crate::map::OutArg;
     use std::sync::atomic::Ordering;
 
@@ -817,5 +830,31 @@ mod tests {
         })
         .unwrap();
         assert_eq!(gpu.launches.lock().unwrap().len(), 6);
+    }
+
+    /// The launch kept per thread notes its kernel on each stream it is queued on, and again
+    /// after each synchronize: a panic in a later launch, on either stream, is reported.
+    #[test]
+    fn a_panic_in_an_enqueued_launch_is_reported_by_its_own_stream() {
+        let (gpu, device) = mock();
+        let failed = |synchronized: Result<()>| match synchronized {
+            Err(Error::KernelFailed { kernel, .. }) => assert_eq!(kernel, "fill"),
+            other => panic!("expected KernelFailed, got {other:?}"),
+        };
+        scope(|s| {
+            let (a, b) = (s.stream(&device)?, s.stream(&device)?);
+            let out = a.alloc_zeroed::<u32>(8)?;
+            enqueue_fill(&a, out)?;
+            enqueue_fill(&a, out)?;
+            gpu.panic_next_launch(record());
+            enqueue_fill(&b, out)?;
+            failed(b.synchronize());
+            a.synchronize()?;
+            gpu.panic_next_launch(record());
+            enqueue_fill(&a, out)?;
+            failed(a.synchronize());
+            Ok(())
+        })
+        .unwrap();
     }
 }

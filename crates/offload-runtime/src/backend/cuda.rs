@@ -16,6 +16,7 @@ use cudarc::driver::sys::{self, CUdevice_attribute as Attr, CUfunction_attribute
 use cudarc::driver::{result, CudaContext, CudaEvent, CudaStream, DriverError};
 use offload_kernel::Dim3;
 use std::any::Any;
+use std::cell::Cell;
 use std::ffi::{c_void, CString};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -23,6 +24,13 @@ use std::time::Duration;
 
 /// Launch parameters passed to the driver without a heap allocation.
 const STACK_PARAMS: usize = 24;
+
+thread_local! {
+    /// The context `CudaBackend::bind` made current on this thread last (null before): launches
+    /// and synchronizations of that context's streams do not ask the driver again
+    /// (`CudaBackend::on_bound`).
+    static BOUND: Cell<sys::CUcontext> = const { Cell::new(std::ptr::null_mut()) };
+}
 
 /// Every CUDA device, or why there are none to use.
 pub fn discover() -> std::result::Result<Vec<Arc<dyn Backend>>, String> {
@@ -144,7 +152,39 @@ impl CudaBackend {
         }
         self.ctx
             .bind_to_thread()
-            .map_err(self.driver_error("binding the context"))
+            .map_err(self.driver_error("binding the context"))?;
+        BOUND.set(self.ctx.cu_ctx());
+        Ok(())
+    }
+
+    /// `call`, a driver call on this device's stream or a function of its modules, made where
+    /// the raw driver API would make it: without asking the driver which context is current
+    /// while this thread's last `bind` was of this one. A user or another library may have made
+    /// another context current since, or none: the stream and the function name this context,
+    /// and the driver either refuses the call (H200, driver 580: with no context current) or
+    /// makes it all the same (with another context current; `gpu_streams` checks the results).
+    /// A refused call is made again once bound, unless the context was current after all (its
+    /// error is then the call's own).
+    fn on_bound<T>(
+        &self,
+        mut call: impl FnMut() -> std::result::Result<T, DriverError>,
+    ) -> Result<std::result::Result<T, DriverError>> {
+        if BOUND.get() != self.ctx.cu_ctx() {
+            self.bind()?;
+            return Ok(call());
+        }
+        if self.shared.released.load(Ordering::Acquire) {
+            return Err(Error::Released {
+                device: self.name.clone(),
+            });
+        }
+        let outcome = call();
+        let current = || result::ctx::get_current();
+        if outcome.is_err() && matches!(current(), Ok(c) if c != Some(self.ctx.cu_ctx())) {
+            self.bind()?;
+            return Ok(call());
+        }
+        Ok(outcome)
     }
 
     /// One attribute of a kernel entry.
@@ -482,7 +522,6 @@ impl Backend for CudaBackend {
     }
 
     unsafe fn launch(&self, entry: EntryHandle, shape: Shape, args: &PackedArgs) -> Result<()> {
-        self.bind()?;
         let function = entry.0 as sys::CUfunction;
         let Shape {
             grid,
@@ -490,6 +529,7 @@ impl Backend for CudaBackend {
             dynamic_shared,
         } = shape;
         if dynamic_shared > 0 {
+            self.bind()?;
             // The layer above checked it against the device's opt-in limit; above 48 KiB the
             // function has to opt in too.
             // SAFETY: `function` comes from a loaded module.
@@ -518,20 +558,23 @@ impl Backend for CudaBackend {
             // SAFETY: every offset lies inside the buffer.
             *pointer = unsafe { args.as_ptr().add(param.offset) } as *mut c_void;
         }
-        // SAFETY: `function` comes from a loaded module; `pointers` point at the entry's
-        // parameters (the trait contract) and stay alive for the call (the driver copies
-        // parameter values at launch).
-        unsafe {
-            result::launch_kernel(
-                function,
-                (grid.x, grid.y, grid.z),
-                (block.x, block.y, block.z),
-                dynamic_shared,
-                self.stream.cu_stream(),
-                pointers,
-            )
-        }
-        .map_err(|e| Error::Driver {
+        // The raw `cuLaunchKernel` asks nothing about the current context: see `on_bound`.
+        let launched = self.on_bound(|| {
+            // SAFETY: `function` comes from a loaded module; `pointers` point at the entry's
+            // parameters (the trait contract) and stay alive for the call (the driver copies
+            // parameter values at launch).
+            unsafe {
+                result::launch_kernel(
+                    function,
+                    (grid.x, grid.y, grid.z),
+                    (block.x, block.y, block.z),
+                    dynamic_shared,
+                    self.stream.cu_stream(),
+                    pointers,
+                )
+            }
+        })?;
+        launched.map_err(|e| Error::Driver {
             device: self.name.clone(),
             operation: "launching a kernel",
             message: format!("launch refused: {e}"),
@@ -539,10 +582,9 @@ impl Backend for CudaBackend {
     }
 
     fn synchronize(&self) -> Result<()> {
-        self.bind()?;
-        // SAFETY: the stream is alive; the context is bound (the stream's own `synchronize`
+        // SAFETY: the stream is alive; bound as `on_bound` says (the stream's own `synchronize`
         // would bind it again, a driver call more on every launch).
-        unsafe { result::stream::synchronize(self.stream.cu_stream()) }
+        self.on_bound(|| unsafe { result::stream::synchronize(self.stream.cu_stream()) })?
             .map_err(self.driver_error("synchronizing"))
     }
 
