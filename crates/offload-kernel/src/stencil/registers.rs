@@ -4,7 +4,8 @@
 //! registers, so many threads per multiprocessor), the strips at the border point by point; in
 //! 3D, interior or border is decided per chunk. Compiled on the host for its tests only.
 
-use super::{lanes, zeroed_chunk, Neighbours2, Neighbours3, Row, Walk};
+use super::prefetch::prefetch_l2;
+use super::{lanes, zeroed_chunk, Neighbours2, Neighbours3, Row, Walk, MIN_STRIP_ROWS};
 use crate::grid::div_rem;
 use crate::index::GridStride;
 use crate::wide::{WideElement, WIDE_BYTES};
@@ -62,6 +63,10 @@ const AHEAD: usize = 2;
 
 /// Planes a 3D walk has in flight beyond the three it computes with (three loads each).
 const PLANES_AHEAD: usize = 1;
+
+/// Planes of its own row that a 3D walk has L2 fetch ahead of its loads: a default strip's
+/// whole reach (its planes and the two around them), asked for as the walk starts.
+const PREFETCH_PLANES: u32 = MIN_STRIP_ROWS as u32 + 2;
 
 /// `window` moved down by one, `next` at the end. Element by element (not `copy_within`, a
 /// memory move that would keep the window in local memory rather than registers).
@@ -359,6 +364,26 @@ unsafe fn border_points2<T: WideElement>(
     }
 }
 
+/// Rows of the tiles of chunks in which a 3D walk numbers a plane's items, and columns: the
+/// 256 threads of a block of a default launch walk 8 neighbouring rows of 32 chunks, so that rows
+/// y ± 1 are mostly the block's own, read from L1 rather than L2.
+const TILE_ROWS: usize = 8;
+const TILE_COLUMNS: usize = 32;
+
+/// Row y and column of item `i` of a plane's `columns × ny` items numbered tile by tile: bands
+/// of `TILE_ROWS` rows (the last may be shorter) cut into tiles of `TILE_COLUMNS` columns (the
+/// last may be narrower), each tile row by row. `narrow`: `i`, `columns * ny` fit in 32 bits.
+#[inline(always)]
+fn tiled(i: usize, columns: usize, ny: usize, narrow: bool) -> (usize, usize) {
+    let (band, within) = div_rem(i, columns * TILE_ROWS, narrow);
+    let y0 = band * TILE_ROWS;
+    let rows = TILE_ROWS.min(ny - y0);
+    let (tile, t) = div_rem(within, TILE_COLUMNS * rows, narrow);
+    let x0 = tile * TILE_COLUMNS;
+    let (row, column) = div_rem(t, TILE_COLUMNS.min(columns - x0), narrow);
+    (y0 + row, x0 + column)
+}
+
 /// The walks along z of the strips of `height` planes this thread owns, with 32-bit
 /// coordinates and pointers moved a plane at a time, as in `walk2`.
 ///
@@ -380,8 +405,8 @@ unsafe fn walk3<T: WideElement, const WIDE: bool>(
     let items = columns * ny as usize * nz.div_ceil(height) as usize;
     let narrow = items <= u32::MAX as usize;
     for item in GridStride::mine(items, 0) {
-        let (rest, column) = div_rem(item, columns, narrow);
-        let (strip, y) = div_rem(rest, ny as usize, narrow);
+        let (strip, rest) = div_rem(item, columns * ny as usize, narrow);
+        let (y, column) = tiled(rest, columns, ny as usize, narrow);
         // Each below 2^32: strip < nz, y < ny, column < nx.
         let (y, x0) = (y as u32, column as u32 * lanes::<T>() as u32);
         let z0 = strip as u32 * height;
@@ -405,6 +430,14 @@ unsafe fn walk3<T: WideElement, const WIDE: bool>(
                     input.row(at.add(down), x0),
                 ]
             };
+            // The last plane the strip reads (z1, or the grid's last).
+            let last = z1.min(nz - 1);
+            let first = z0.saturating_sub(1);
+            for k in 0..PREFETCH_PLANES {
+                if first.saturating_add(k) <= last {
+                    prefetch_l2(chunk(first + k));
+                }
+            }
             // Planes z - 1 ..= z + PLANES_AHEAD: three in use, the others in flight.
             let mut planes: [[Row<T>; 3]; PLANES_AHEAD + 2] =
                 core::array::from_fn(|k| rows(chunk((z0 + k as u32).saturating_sub(1))));
@@ -417,6 +450,10 @@ unsafe fn walk3<T: WideElement, const WIDE: bool>(
                     next = next.add(plane);
                 }
                 let ahead = rows(next);
+                let later = z.saturating_add(PREFETCH_PLANES - 1);
+                if later <= last {
+                    prefetch_l2(chunk(later));
+                }
                 let values = chunk_of::<T>(
                     x0,
                     nx,
