@@ -15,16 +15,19 @@
 //! against the 3 × 3 window at compile time. In 2D a strip away from the grid's border is walked
 //! with no check at all (32-bit coordinates, pointers moved a row at a time: few registers, so
 //! many threads per multiprocessor), and the strips at the border point by point. In 3D the
-//! walk runs along z, with three rows (y - 1, y, y + 1) per plane, interior or border decided
-//! per chunk; what a stencil does not read (the corners of a 7-point one) the compiler drops,
-//! loads included.
+//! walk runs along z, with three rows (y - 1, y, y + 1) per plane, each plane's row y
+//! prefetched into L2 ahead of the loads; the rows at the y border and the planes at the z
+//! border are border points, written one by one, and the points at the x border after the walk.
+//! What a stencil does not read (the corners of a 7-point one) the compiler drops, loads
+//! included.
 //!
 //! Ownership: work item `k` is the column of chunk `k % columns` in strip `k / columns` (in 3D,
-//! of row y too); items are shared out grid-stride, so any launch covers the output once. The
+//! of row y too, and on GPUs a plane's items go tile by tile, 32 chunks by 8 rows, so that a
+//! block's threads read each other's rows y ± 1 from L1); items are shared out grid-stride, so any launch covers the output once. The
 //! strip height is `columns × rows / global_threads()` rounded up, at least [`MIN_STRIP_ROWS`]:
 //! the same in every thread, and as tall as the launch lets it be with every thread busy. The
 //! default launch of a kernel with a `#[grid]` output gives each thread one strip of
-//! `MIN_STRIP_ROWS` rows ([`STRIP_BYTES`] of output), or with 3D outputs alone of 32 planes
+//! `MIN_STRIP_ROWS` rows ([`STRIP_BYTES`] of output), or with 3D outputs alone of 16 planes
 //! ([`STRIP_BYTES_3D`]).
 //!
 //! On the host the same items are walked otherwise (`rows`): a CPU core has few registers and
@@ -136,8 +139,8 @@ pub const MIN_STRIP_ROWS: usize = 8;
 pub const STRIP_BYTES: usize = WIDE_BYTES * MIN_STRIP_ROWS;
 
 /// Planes each thread of a default launch walks in 3D: the fastest of 8, 16, 32 and 64 on an
-/// H200 (512³ f32), where the walk's prefetches run ahead of its loads through a taller strip.
-const STRIP_PLANES: usize = 32;
+/// H200 (512³ f32); taller than 2D's, so that the GPU walk's prefetches run ahead of its loads.
+const STRIP_PLANES: usize = 16;
 
 /// [`STRIP_BYTES`] for a kernel whose `#[grid]` outputs are 3D: one strip of `STRIP_PLANES`
 /// planes, 16 bytes per plane (where a grid has fewer chunk columns than a full device has
