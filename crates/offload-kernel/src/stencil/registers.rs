@@ -65,8 +65,9 @@ const AHEAD: usize = 2;
 /// Planes a 3D walk has in flight beyond the three it computes with (three loads each).
 const PLANES_AHEAD: usize = 1;
 
-/// Planes of its own row that a 3D walk has L2 fetch ahead of its loads: a default strip's
-/// whole reach (its planes and the two around them), asked for as the walk starts.
+/// Planes of its own row that a 3D walk has L2 fetch ahead of its loads: the reach of a strip of
+/// `MIN_STRIP_ROWS` planes (with the two around it), asked for as the walk starts, then one
+/// plane that far ahead per step.
 const PREFETCH_PLANES: u32 = MIN_STRIP_ROWS as u32 + 2;
 
 /// `window` moved down by one, `next` at the end. Element by element (not `copy_within`, a
@@ -375,7 +376,7 @@ unsafe fn walk3<T: WideElement, const WIDE: bool>(
                     (x0, nx),
                     interior,
                 );
-                // Lanes at the x border, which the walk left as they were.
+                // Lanes at the x border, which the walk wrote as the input's points.
                 if x0 == 0 {
                     edge_points3(out, (nx, ny), (0, 1), y, (a, b), edge);
                 }
@@ -395,7 +396,7 @@ unsafe fn walk3<T: WideElement, const WIDE: bool>(
 /// planes above, at and below in registers (rows y - 1, y, y + 1 of each) and the
 /// `PLANES_AHEAD` planes below those in flight, the last one re-read rather than one past
 /// plane `planes`; row y of the plane `PREFETCH_PLANES - 1` below prefetched. Lanes at the x
-/// border (x = 0, x >= nx - 1) are left as they were, and their `interior` not called.
+/// border (x = 0, x >= nx - 1) get the input's point, not `interior`, for `edge` to overwrite.
 ///
 /// # Safety
 /// Input planes -1 ..= `planes` from `input` lie in the grid, rows y - 1 and y + 1 of each
