@@ -80,7 +80,9 @@ pub use index::{
 pub use mine_with::MineWith;
 pub use scatter::{Scatter, ScatterIndex, Scattered};
 pub use shared::{dynamic_shared, SharedSlice, SHARED_ALIGN};
-pub use stencil::{GridOut2, GridOut3, Neighbours2, Neighbours3, MIN_STRIP_ROWS, STRIP_BYTES};
+pub use stencil::{
+    GridOut2, GridOut3, Neighbours2, Neighbours3, MIN_STRIP_ROWS, STRIP_BYTES, STRIP_BYTES_3D,
+};
 pub use sync::sync_threads;
 pub use thread_slice::{MineIter, ThreadSlice};
 pub use warp::{

@@ -15,16 +15,20 @@
 //! against the 3 × 3 window at compile time. In 2D a strip away from the grid's border is walked
 //! with no check at all (32-bit coordinates, pointers moved a row at a time: few registers, so
 //! many threads per multiprocessor), and the strips at the border point by point. In 3D the
-//! walk runs along z, with three rows (y - 1, y, y + 1) per plane, interior or border decided
-//! per chunk; what a stencil does not read (the corners of a 7-point one) the compiler drops,
-//! loads included.
+//! walk runs along z, with three rows (y - 1, y, y + 1) per plane, each plane's row y
+//! prefetched into L2 ahead of the loads; the rows at the y border and the planes at the z
+//! border are border points, written one by one, and the points at the x border after the walk.
+//! What a stencil does not read (the corners of a 7-point one) the compiler drops, loads
+//! included.
 //!
 //! Ownership: work item `k` is the column of chunk `k % columns` in strip `k / columns` (in 3D,
-//! of row y too); items are shared out grid-stride, so any launch covers the output once. The
+//! of row y too, and on GPUs a plane's items go tile by tile, 32 chunks by 8 rows, so that a
+//! block's threads read each other's rows y ± 1 from L1); items are shared out grid-stride, so any launch covers the output once. The
 //! strip height is `columns × rows / global_threads()` rounded up, at least [`MIN_STRIP_ROWS`]:
 //! the same in every thread, and as tall as the launch lets it be with every thread busy. The
 //! default launch of a kernel with a `#[grid]` output gives each thread one strip of
-//! `MIN_STRIP_ROWS` rows ([`STRIP_BYTES`] of output).
+//! `MIN_STRIP_ROWS` rows ([`STRIP_BYTES`] of output), or with 3D outputs alone of 16 planes
+//! ([`STRIP_BYTES_3D`]).
 //!
 //! On the host the same items are walked otherwise (`rows`): a CPU core has few registers and
 //! wide vector units, and one call runs a whole range of threads, whose items are side by side
@@ -39,6 +43,8 @@ use crate::wide::{WideElement, WIDE_BYTES};
 use core::marker::PhantomData;
 use core::mem::{size_of, MaybeUninit};
 
+#[cfg(any(target_arch = "nvptx64", target_arch = "amdgpu", test))]
+mod prefetch;
 #[cfg(any(target_arch = "nvptx64", target_arch = "amdgpu", test))]
 mod registers;
 #[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
@@ -131,6 +137,15 @@ pub const MIN_STRIP_ROWS: usize = 8;
 /// Bytes of output each thread covers in a default launch of a kernel with a `#[grid]` output
 /// (the runtime sizes the grid by it): one strip of the shortest height, 16 bytes per row.
 pub const STRIP_BYTES: usize = WIDE_BYTES * MIN_STRIP_ROWS;
+
+/// Planes each thread of a default launch walks in 3D: the fastest of 8, 16, 32 and 64 on an
+/// H200 (512³ f32); taller than 2D's, so that the GPU walk's prefetches run ahead of its loads.
+const STRIP_PLANES: usize = 16;
+
+/// [`STRIP_BYTES`] for a kernel whose `#[grid]` outputs are 3D: one strip of `STRIP_PLANES`
+/// planes, 16 bytes per plane (where a grid has fewer chunk columns than a full device has
+/// threads, the runtime launches more threads, which walk shorter strips).
+pub const STRIP_BYTES_3D: usize = WIDE_BYTES * STRIP_PLANES;
 
 /// Elements per 16-byte chunk.
 #[inline(always)]
@@ -567,6 +582,8 @@ mod tests {
             (7, 7, 2),
             (9, 5, 12),
             (9, 5, 20),
+            // 70 columns of f64 chunks and 10 rows: the GPU walk's tiles of 32 x 8 cut short.
+            (140, 10, 3),
         ] {
             let (nx, ny, nz) = extent;
             let n = nx * ny * nz;

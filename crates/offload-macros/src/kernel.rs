@@ -628,14 +628,16 @@ fn expand_host(
     let kernel_types: Vec<&Ident> = generics.type_params().map(|t| &t.ident).collect();
     let param_names: Vec<String> = params.iter().map(|p| p.name.to_string()).collect();
     // What each thread of a default launch covers: a `#[grid]` output's threads each walk a
-    // strip of rows; a `#[scatter]` output's stores each wait for their index's load.
+    // strip of rows (of planes, taller, where every grid output is 3D); a `#[scatter]` output's stores each wait for their index's load.
     let ownership_of = |wanted: fn(&Ownership) -> bool| {
         params
             .iter()
             .any(|p| p.ownership.as_ref().is_some_and(|(o, _)| wanted(o)))
     };
-    let share = if ownership_of(|o| matches!(o, Ownership::Grid(_))) {
+    let share = if ownership_of(|o| matches!(o, Ownership::Grid(e) if e.len() == 2)) {
         quote! { ::offload::__private::ThreadShare::Strip(::offload::STRIP_BYTES as u64) }
+    } else if ownership_of(|o| matches!(o, Ownership::Grid(_))) {
+        quote! { ::offload::__private::ThreadShare::Strip(::offload::STRIP_BYTES_3D as u64) }
     } else if ownership_of(|o| matches!(o, Ownership::Scatter(_))) {
         quote! { ::offload::__private::ThreadShare::OneElement }
     } else {

@@ -35,7 +35,7 @@ pub enum ThreadShare {
     /// One element: a `#[scatter(index)]` output, each of whose stores waits for its index's load.
     OneElement,
     /// At least this many bytes: a `#[grid]` output's strip of rows
-    /// (`offload_kernel::STRIP_BYTES`).
+    /// (`offload_kernel::STRIP_BYTES`, or `STRIP_BYTES_3D` for 3D outputs).
     Strip(u64),
 }
 

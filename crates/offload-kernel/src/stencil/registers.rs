@@ -2,9 +2,11 @@
 //! chunks down a strip, the rows around it in registers. A 2D strip away from the grid's border
 //! is walked with no check at all (32-bit coordinates, pointers moved a row at a time: few
 //! registers, so many threads per multiprocessor), the strips at the border point by point; in
-//! 3D, interior or border is decided per chunk. Compiled on the host for its tests only.
+//! 3D, an interior row's planes away from the z border likewise, with the planes ahead
+//! prefetched, and every border point one by one. Compiled on the host for its tests only.
 
-use super::{lanes, zeroed_chunk, Neighbours2, Neighbours3, Row, Walk};
+use super::prefetch::prefetch_l2;
+use super::{lanes, zeroed_chunk, Neighbours2, Neighbours3, Row, Walk, MIN_STRIP_ROWS};
 use crate::grid::div_rem;
 use crate::index::GridStride;
 use crate::wide::{WideElement, WIDE_BYTES};
@@ -62,6 +64,11 @@ const AHEAD: usize = 2;
 
 /// Planes a 3D walk has in flight beyond the three it computes with (three loads each).
 const PLANES_AHEAD: usize = 1;
+
+/// Planes of its own row that a 3D walk has L2 fetch ahead of its loads: the reach of a strip of
+/// `MIN_STRIP_ROWS` planes (with the two around it), asked for as the walk starts, then one
+/// plane that far ahead per step.
+const PREFETCH_PLANES: u32 = MIN_STRIP_ROWS as u32 + 2;
 
 /// `window` moved down by one, `next` at the end. Element by element (not `copy_within`, a
 /// memory move that would keep the window in local memory rather than registers).
@@ -127,40 +134,6 @@ unsafe fn point_row<T: WideElement>(p: *const T) -> Row<T> {
     Row { left, mid, right }
 }
 
-/// An input grid's points as the 3D walk reads them; `WIDE`: every row's chunks sit at
-/// 16-byte boundaries (in the output too). A parameter of the type, not a field: the two ways
-/// to read a chunk must be separate loops, else the compiler merges their loads into one that
-/// has lost the 16-byte alignment.
-struct Source<T, const WIDE: bool> {
-    ptr: *const T,
-    nx: u32,
-}
-
-impl<T: WideElement, const WIDE: bool> Source<T, WIDE> {
-    /// The chunk at `chunk` (column `x0` of a row), with its left and right points. Points past
-    /// the row's ends are read at the nearest end instead (their values go unused).
-    ///
-    /// # Safety
-    /// `chunk` is column `x0` of a row of the grid (`nx - x0` points from it are readable).
-    #[inline(always)]
-    unsafe fn row(&self, chunk: *const T, x0: u32) -> Row<T> {
-        // Columns after x0 in the row: every offset is clamped to it.
-        let rest = self.nx - 1 - x0;
-        let lanes = lanes::<T>() as u32;
-        // SAFETY: every offset is at most `rest`, or -1 where x0 >= 1.
-        unsafe {
-            let at = |j: u32| *chunk.add(j.min(rest) as usize);
-            // With WIDE, x0 + lanes <= nx (rows are whole chunks), and the chunk is aligned.
-            let mid = read_chunk::<T, WIDE>(chunk, |j| at(j as u32));
-            Row {
-                left: if x0 >= 1 { *chunk.sub(1) } else { *chunk },
-                mid,
-                right: at(lanes),
-            }
-        }
-    }
-}
-
 /// Writes `values` into the chunk at `chunk`, column `x0` of a row (its lanes below `nx` only).
 ///
 /// # Safety
@@ -185,40 +158,6 @@ unsafe fn store<T: WideElement, const WIDE: bool>(
             }
         }
     }
-}
-
-/// The output chunk at column `x0` of a row: `interior(lane)` where the point and its
-/// neighbours lie inside the grid (`row_inside`: the row is not a border one), else
-/// `edge(x)`.
-#[inline(always)]
-fn chunk_of<T: WideElement>(
-    x0: u32,
-    nx: u32,
-    row_inside: bool,
-    initial: T::Chunk,
-    interior: impl Fn(usize) -> T,
-    edge: impl Fn(usize) -> T,
-) -> T::Chunk {
-    let mut out = initial;
-    let lanes = lanes::<T>() as u32;
-    if row_inside && x0 >= 1 && nx - x0 > lanes {
-        for (lane, v) in out.as_mut().iter_mut().enumerate() {
-            *v = interior(lane);
-        }
-    } else {
-        for (lane, v) in out.as_mut().iter_mut().enumerate() {
-            if lane as u32 >= nx - x0 {
-                break;
-            }
-            let x = x0 + lane as u32;
-            *v = if row_inside && x >= 1 && x + 1 < nx {
-                interior(lane)
-            } else {
-                edge(x as usize)
-            };
-        }
-    }
-    out
 }
 
 /// Whether `extent` points starting at `ptr` and `out` sit at 16-byte boundaries row by row.
@@ -359,8 +298,31 @@ unsafe fn border_points2<T: WideElement>(
     }
 }
 
+/// Rows of the tiles of chunks in which a 3D walk numbers a plane's items, and columns: the
+/// 256 threads of a block of a default launch walk 8 neighbouring rows of 32 chunks, so that rows
+/// y ± 1 are mostly the block's own, read from L1 rather than L2.
+const TILE_ROWS: usize = 8;
+const TILE_COLUMNS: usize = 32;
+
+/// Row y and column of item `i` of a plane's `columns × ny` items numbered tile by tile: bands
+/// of `TILE_ROWS` rows (the last may be shorter) cut into tiles of `TILE_COLUMNS` columns (the
+/// last may be narrower), each tile row by row. `narrow`: `i`, `columns * ny` fit in 32 bits.
+#[inline(always)]
+fn tiled(i: usize, columns: usize, ny: usize, narrow: bool) -> (usize, usize) {
+    let (band, within) = div_rem(i, columns * TILE_ROWS, narrow);
+    let y0 = band * TILE_ROWS;
+    let rows = TILE_ROWS.min(ny - y0);
+    let (tile, t) = div_rem(within, TILE_COLUMNS * rows, narrow);
+    let x0 = tile * TILE_COLUMNS;
+    let (row, column) = div_rem(t, TILE_COLUMNS.min(columns - x0), narrow);
+    (y0 + row, x0 + column)
+}
+
 /// The walks along z of the strips of `height` planes this thread owns, with 32-bit
-/// coordinates and pointers moved a plane at a time, as in `walk2`.
+/// coordinates and pointers moved a plane at a time, as in `walk2`. An item of an interior row
+/// walks its planes away from the z border in `interior_planes3`, its chunk's points at the x
+/// border afterwards; every other point is a border point (`edge_points3`). So the walk has no
+/// `edge` call in its loop and no clamp but at the row's ends, and ptxas gives it few registers.
 ///
 /// # Safety
 /// `input` and `out` hold `nx * ny * nz` points; every thread of the launch walks with the
@@ -373,66 +335,152 @@ unsafe fn walk3<T: WideElement, const WIDE: bool>(
     interior: &impl Fn(Neighbours3<T>) -> T,
     edge: &impl Fn(usize, usize, usize) -> T,
 ) {
-    let input = Source::<T, WIDE> { ptr: input, nx };
     let row_len = nx as usize;
     let plane = row_len * ny as usize;
-    let columns = nx.div_ceil(lanes::<T>() as u32) as usize;
+    let lanes = lanes::<T>() as u32;
+    let columns = nx.div_ceil(lanes) as usize;
     let items = columns * ny as usize * nz.div_ceil(height) as usize;
     let narrow = items <= u32::MAX as usize;
     for item in GridStride::mine(items, 0) {
-        let (rest, column) = div_rem(item, columns, narrow);
-        let (strip, y) = div_rem(rest, ny as usize, narrow);
+        let (strip, rest) = div_rem(item, columns * ny as usize, narrow);
+        let (y, column) = tiled(rest, columns, ny as usize, narrow);
         // Each below 2^32: strip < nz, y < ny, column < nx.
-        let (y, x0) = (y as u32, column as u32 * lanes::<T>() as u32);
+        let (y, x0) = (y as u32, column as u32 * lanes);
         let z0 = strip as u32 * height;
         let z1 = z0.saturating_add(height).min(nz);
-        // Rows y - 1 and y + 1 from row y's chunk, clamped into the plane.
-        let up = if y >= 1 { row_len } else { 0 };
-        let down = if y + 1 < ny { row_len } else { 0 };
-        let y_inside = y >= 1 && y + 1 < ny;
-        // SAFETY: every plane read is clamped into 0..nz and every row into 0..ny, and item
-        // `item` (column `column` of row y in planes z0..z1) is this thread's alone
-        // (grid-stride).
+        let x1 = x0 + (nx - x0).min(lanes);
+        let row = y as usize * row_len + x0 as usize;
+        // SAFETY: every plane prefetched or walked lies in 0..nz, and item `item` (column
+        // `column` of row y in planes z0..z1) is this thread's alone (grid-stride).
         unsafe {
-            let chunk = |z: u32| {
-                let row = z.min(nz - 1) as usize * plane + y as usize * row_len;
-                input.ptr.add(row + x0 as usize)
-            };
-            let rows = |at: *const T| {
-                [
-                    input.row(at.sub(up), x0),
-                    input.row(at, x0),
-                    input.row(at.add(down), x0),
-                ]
-            };
-            // Planes z - 1 ..= z + PLANES_AHEAD: three in use, the others in flight.
-            let mut planes: [[Row<T>; 3]; PLANES_AHEAD + 2] =
-                core::array::from_fn(|k| rows(chunk((z0 + k as u32).saturating_sub(1))));
-            // Row y's chunk in the last plane read (z + PLANES_AHEAD, clamped), and in the
-            // output's plane z.
-            let mut next = chunk(z0.saturating_add(PLANES_AHEAD as u32));
-            let mut dst = out.add(z0 as usize * plane + y as usize * row_len + x0 as usize);
-            for z in z0..z1 {
-                if nz - z > PLANES_AHEAD as u32 + 1 {
-                    next = next.add(plane);
-                }
-                let ahead = rows(next);
-                let values = chunk_of::<T>(
-                    x0,
-                    nx,
-                    y_inside && z >= 1 && z + 1 < nz,
-                    planes[1][1].mid,
-                    |lane| {
-                        let planes = [planes[0], planes[1], planes[2]];
-                        interior(Neighbours3 { planes, lane })
-                    },
-                    |x| edge(x, y as usize, z as usize),
-                );
-                store::<T, WIDE>(dst, x0, nx, values);
-                // Past the output's end after its last plane: never written through.
-                dst = dst.wrapping_add(plane);
-                planes = shifted(planes, ahead);
+            // The last plane the strip reads (z1, or the grid's last).
+            let last = z1.min(nz - 1);
+            let first = z0.saturating_sub(1);
+            for k in 0..PREFETCH_PLANES.min(last - first + 1) {
+                prefetch_l2(input.add((first + k) as usize * plane + row));
             }
+            if y == 0 || y + 1 == ny {
+                edge_points3(out, (nx, ny), (x0, x1), y, (z0, z1), edge);
+                continue;
+            }
+            // Planes a..b are away from the z border; the others hold border points only.
+            let a = z0.max(1).min(z1);
+            let b = z1.min(nz - 1).max(a);
+            if a < b {
+                let at = a as usize * plane + row;
+                let planes = b - a;
+                interior_planes3::<T, WIDE>(
+                    (input.add(at), out.add(at)),
+                    planes,
+                    (row_len, plane),
+                    (x0, nx),
+                    interior,
+                );
+                // Lanes at the x border, which the walk wrote as the input's points.
+                if x0 == 0 {
+                    edge_points3(out, (nx, ny), (0, 1), y, (a, b), edge);
+                }
+                if x1 + 1 >= nx {
+                    let from = x0.max(nx - 1).max(1);
+                    edge_points3(out, (nx, ny), (from, x1), y, (a, b), edge);
+                }
+            }
+            edge_points3(out, (nx, ny), (x0, x1), y, (z0, a), edge);
+            edge_points3(out, (nx, ny), (x0, x1), y, (b, z1), edge);
+        }
+    }
+}
+
+/// The output chunks at `out` and the `planes - 1` planes below it (`plane` points apart), at
+/// column `x0` of a row away from the y border, from the input around the chunk at `input`:
+/// planes above, at and below in registers (rows y - 1, y, y + 1 of each) and the
+/// `PLANES_AHEAD` planes below those in flight, the last one re-read rather than one past
+/// plane `planes`; row y of the plane `PREFETCH_PLANES - 1` below prefetched. Lanes at the x
+/// border (x = 0, x >= nx - 1) get the input's point, not `interior`, for `edge` to overwrite.
+///
+/// # Safety
+/// Input planes -1 ..= `planes` from `input` lie in the grid, rows y - 1 and y + 1 of each
+/// too; the output chunks are the calling thread's alone, 16-byte aligned and whole with `WIDE`.
+#[inline(always)]
+unsafe fn interior_planes3<T: WideElement, const WIDE: bool>(
+    (input, out): (*const T, *mut T),
+    planes: u32,
+    (row_len, plane): (usize, usize),
+    (x0, nx): (u32, u32),
+    interior: &impl Fn(Neighbours3<T>) -> T,
+) {
+    let ahead = PLANES_AHEAD as u32;
+    let lanes = lanes::<T>() as u32;
+    // Lanes lo..hi are interior; the halo and the chunk are read within the row.
+    let lo = u32::from(x0 == 0);
+    let last_x = nx - 1 - x0;
+    let hi = lanes.min(last_x);
+    let left = if x0 == 0 { 0 } else { 1 };
+    // SAFETY: every point read is one of the row's, in a plane -1 ..= planes and a row y - 1
+    // ..= y + 1 of it; every chunk written one of 0..planes from `out`.
+    unsafe {
+        let row = |at: *const T| {
+            let mid = read_chunk::<T, WIDE>(at, |j| *at.add((j as u32).min(last_x) as usize));
+            Row {
+                left: *at.sub(left),
+                mid,
+                right: *at.add(lanes.min(last_x) as usize),
+            }
+        };
+        let rows = |at: *const T| [row(at.sub(row_len)), row(at), row(at.add(row_len))];
+        let above = input.sub(plane);
+        // Planes -1 ..= PLANES_AHEAD, the later ones clamped to `planes`.
+        let mut window: [[Row<T>; 3]; PLANES_AHEAD + 2] =
+            core::array::from_fn(|k| rows(above.add((k as u32).min(planes + 1) as usize * plane)));
+        // The last plane read, and row y of the next one to prefetch.
+        let mut next = input.add(ahead.min(planes) as usize * plane);
+        let mut later = input.add((PREFETCH_PLANES - 1) as usize * plane);
+        let mut dst = out;
+        for i in 0..planes {
+            if planes - i > ahead {
+                next = next.add(plane);
+            }
+            let coming = rows(next);
+            if planes - i >= PREFETCH_PLANES - 1 {
+                prefetch_l2(later);
+            }
+            // Past the grid near its last planes: only prefetched within plane `planes`.
+            later = later.wrapping_add(plane);
+            let planes = [window[0], window[1], window[2]];
+            let mut values = planes[1][1].mid;
+            for (lane, v) in values.as_mut().iter_mut().enumerate() {
+                if (lo..hi).contains(&(lane as u32)) {
+                    *v = interior(Neighbours3 { planes, lane });
+                }
+            }
+            store::<T, WIDE>(dst, x0, nx, values);
+            // Past the output's end after its last plane: never written through.
+            dst = dst.wrapping_add(plane);
+            window = shifted(window, coming);
+        }
+    }
+}
+
+/// `edge(x, y, z)` into the output points at columns `x0..x1` of row y in planes `z0..z1`, one
+/// by one: border points, so the walk's registers go to its interior loop.
+///
+/// # Safety
+/// `out` holds the grid's points (`nx * ny` a plane), and those named are the calling thread's.
+#[inline(always)]
+unsafe fn edge_points3<T: WideElement>(
+    out: *mut T,
+    (nx, ny): (u32, u32),
+    (x0, x1): (u32, u32),
+    y: u32,
+    (z0, z1): (u32, u32),
+    edge: &impl Fn(usize, usize, usize) -> T,
+) {
+    let (row_len, plane) = (nx as usize, nx as usize * ny as usize);
+    for z in z0..z1 {
+        for x in x0..x1 {
+            let at = z as usize * plane + y as usize * row_len + x as usize;
+            // SAFETY: per the contract.
+            unsafe { *out.add(at) = edge(x as usize, y as usize, z as usize) };
         }
     }
 }
