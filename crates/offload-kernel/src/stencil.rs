@@ -21,14 +21,14 @@
 //! What a stencil does not read (the corners of a 7-point one) the compiler drops, loads
 //! included.
 //!
-//! Ownership: work item `k` is the column of chunk `k % columns` in strip `k / columns` (in 3D,
-//! of row y too, and on GPUs a plane's items go tile by tile, 32 chunks by 8 rows, so that a
-//! block's threads read each other's rows y ± 1 from L1); items are shared out grid-stride, so any launch covers the output once. The
-//! strip height is `columns × rows / global_threads()` rounded up, at least [`MIN_STRIP_ROWS`]:
-//! the same in every thread, and as tall as the launch lets it be with every thread busy. The
-//! default launch of a kernel with a `#[grid]` output gives each thread one strip of
-//! `MIN_STRIP_ROWS` rows ([`STRIP_BYTES`] of output), or with 3D outputs alone of 16 planes
-//! ([`STRIP_BYTES_3D`]).
+//! Ownership: work item `k` is the column of chunk `k % columns` in strip `k / columns` (in 3D, of
+//! row y too, and on GPUs a plane's items go tile by tile, 32 chunks by 8 rows, so that a block's
+//! threads read each other's rows y ± 1 from L1); items are shared out grid-stride, so any launch
+//! covers the output once. The strip height is `columns × rows / global_threads()` rounded up, at
+//! least [`MIN_STRIP_ROWS`]: the same in every thread, and as tall as the launch lets it be with
+//! every thread busy. The default launch of a kernel with a `#[grid]` output gives each thread one
+//! strip of `MIN_STRIP_ROWS` rows ([`STRIP_BYTES`] of output), or with 3D outputs alone of 16
+//! planes ([`STRIP_BYTES_3D`]).
 //!
 //! On the host the same items are walked otherwise (`rows`): a CPU core has few registers and
 //! wide vector units, and one call runs a whole range of threads, whose items are side by side

@@ -627,8 +627,9 @@ fn expand_host(
     // The kernel's type parameters, which a prepared launch's handle carries unused.
     let kernel_types: Vec<&Ident> = generics.type_params().map(|t| &t.ident).collect();
     let param_names: Vec<String> = params.iter().map(|p| p.name.to_string()).collect();
-    // What each thread of a default launch covers: a `#[grid]` output's threads each walk a
-    // strip of rows (of planes, taller, where every grid output is 3D); a `#[scatter]` output's stores each wait for their index's load.
+    // What each thread of a default launch covers: a `#[grid]` output's threads each walk a strip
+    // of rows (of planes, taller, where every grid output is 3D); a `#[scatter]` output's stores
+    // each wait for their index's load.
     let ownership_of = |wanted: fn(&Ownership) -> bool| {
         params
             .iter()

@@ -1,10 +1,10 @@
 //! The packed parameters of a launch on a stream, kept from one launch to the next with their
-//! layout: in a launch prepared once (`crate::prepared_enqueue`), or in the launch kept per
-//! thread for the generic `enqueue` (`crate::prepared`). Where each argument's bytes go depends only on the
-//! arguments' kinds: a value's size and alignment, a slice's count of extents (a slice is its
-//! address, its length and its extents). A kernel's generated `enqueue` and `Prepared::enqueue` pass
-//! the same kinds every time, so after the first launch each one writes its values and device data
-//! over the last one's in place instead of laying the parameters out again. Arguments of other
+//! layout: in a launch prepared once (`crate::prepared_enqueue`), or in the launch kept per thread
+//! for the generic `enqueue` (`crate::prepared`). Where each argument's bytes go depends only on
+//! the arguments' kinds: a value's size and alignment, a slice's count of extents (a slice is its
+//! address, its length and its extents). A kernel's generated `enqueue` and `Prepared::enqueue`
+//! pass the same kinds every time, so after the first launch each one writes its values and device
+//! data over the last one's in place instead of laying the parameters out again. Arguments of other
 //! kinds, and host data (which needs a place on the device), are packed anew.
 
 use crate::backend::{DevicePtr, PackedArgs};

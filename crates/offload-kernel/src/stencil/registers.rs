@@ -210,11 +210,11 @@ unsafe fn walk2<T: WideElement, const WIDE: bool>(
     }
 }
 
-/// The output chunks at `out` and the `rows - 1` rows below it (`row_len` points apart), away
-/// from the grid's border, from the input rows around the chunk at `input`: rows above, at and
-/// below in registers and the `AHEAD` rows below those in flight (read before they are needed),
-/// each row read once (the last one re-read rather than one past it). No bounds to check and no border case in the loop: its registers are few, so that
-/// many threads fit on a multiprocessor.
+/// The output chunks at `out` and the `rows - 1` rows below it (`row_len` points apart), away from
+/// the grid's border, from the input rows around the chunk at `input`: rows above, at and below in
+/// registers and the `AHEAD` rows below those in flight (read before they are needed), each row
+/// read once (the last one re-read rather than one past it). No bounds to check and no border case
+/// in the loop: its registers are few, so that many threads fit on a multiprocessor.
 ///
 /// # Safety
 /// The input points from `input - row_len - 1` to `input + rows * row_len + lanes` are
@@ -432,9 +432,10 @@ unsafe fn interior_planes3<T: WideElement, const WIDE: bool>(
         // Planes -1 ..= PLANES_AHEAD, the later ones clamped to `planes`.
         let mut window: [[Row<T>; 3]; PLANES_AHEAD + 2] =
             core::array::from_fn(|k| rows(above.add((k as u32).min(planes + 1) as usize * plane)));
-        // The last plane read, and row y of the next one to prefetch.
+        // The last plane read, and row y of the next one to prefetch (wrapping: in a short
+        // strip near the grid's last planes it lies past the grid, and is not prefetched).
         let mut next = input.add(ahead.min(planes) as usize * plane);
-        let mut later = input.add((PREFETCH_PLANES - 1) as usize * plane);
+        let mut later = input.wrapping_add((PREFETCH_PLANES - 1) as usize * plane);
         let mut dst = out;
         for i in 0..planes {
             if planes - i > ahead {
