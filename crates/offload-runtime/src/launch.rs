@@ -19,7 +19,10 @@ pub const DEFAULT_BLOCK: u32 = 256;
 /// an H200: saxpy (2^28 f32) reached 0.71x of a device-to-device memcpy at one element per
 /// thread, 0.84x at eight; over the parity suite (examples/parity, 2^25 elements) four is the
 /// best single choice: scattered f64 stores ran at 1.33x CUDA C's time at eight, 1.10x at four,
-/// 1.03x at two, while the stencils and the shared-memory assembly lose 2-6 % at two.
+/// 1.03x at two, while the stencils and the shared-memory assembly lose 2-6 % at two. More does
+/// not pay for a block's set-up and barriers either: the shared-memory assembly (tiles of a
+/// block per thread) ran f32 at 1.05x at four, 1.04-1.05x at eight and sixteen, f64 at 1.00x at
+/// four, 1.01-1.02x at eight and sixteen (docs/PERFORMANCE.md, parity5).
 pub const DEFAULT_ELEMENTS_PER_THREAD: u64 = 4;
 
 /// Bytes each thread covers at least in a default launch: one 16-byte access of the `#[wide]`
