@@ -17,7 +17,8 @@
 //! many threads per multiprocessor), and the strips at the border point by point. In 3D the
 //! walk runs along z, with three rows (y - 1, y, y + 1) per plane, each plane's row y
 //! prefetched into L2 ahead of the loads; the rows at the y border and the planes at the z
-//! border are border points, written one by one, and the points at the x border after the walk.
+//! border are border points, and the points at the x border are written after the walk, each
+//! column's border points a batch of planes at a time (their loads in flight together).
 //! What a stencil does not read (the corners of a 7-point one) the compiler drops, loads
 //! included.
 //!
@@ -582,6 +583,9 @@ mod tests {
             (7, 7, 2),
             (9, 5, 12),
             (9, 5, 20),
+            // Small enough for Miri, with strips of more planes than the GPU walk's batches of
+            // border points.
+            (3, 3, 20),
             // 70 columns of f64 chunks and 10 rows: the GPU walk's tiles of 32 x 8 cut short.
             (140, 10, 3),
         ] {
