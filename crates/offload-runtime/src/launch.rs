@@ -489,7 +489,7 @@ pub(crate) mod tests {
 
     #[test]
     fn default_grid_fills_the_device_then_batches_elements() {
-        let per_thread = |elem_size| per_thread(&on_the_mock::FILL, elem_size);
+        let per_thread = |elem_size| per_thread(&crate::mock_kernels::FILL, elem_size);
         // Small: one thread per element (no idle threads).
         assert_eq!(default_blocks(1000, per_thread(4), 256, &CUDA_LIKE), 4);
         assert_eq!(default_blocks(0, per_thread(4), 256, &CUDA_LIKE), 1);
@@ -535,31 +535,11 @@ pub(crate) mod tests {
     /// naming the kernel, panic records.
     pub(crate) mod on_the_mock {
         use super::*;
-        use crate::backend::mock::{MockGpu, MOCK_TARGET};
-        use crate::backend::PackedArgs;
-        use crate::{DeviceImage, ImageFormat, ImageSet};
-        use offload_kernel::panic_record::{PanicRecord, PANIC_COMPLETE, PANIC_FILE_BYTES};
+        use crate::mock_kernels::{image, kernel, mock, record, FILL, GOOD};
+        use crate::prepared::with_kept;
+        use crate::ImageSet;
+        use std::cell::Cell;
         use std::sync::atomic::Ordering;
-        use std::sync::Arc;
-
-        /// Never runs: the mock runs device images only.
-        unsafe fn host_build(_: &PackedArgs) {}
-        unsafe fn host_threads_build(_: &PackedArgs, _: offload_kernel::host_context::ThreadRange) {
-        }
-
-        const fn image(bytes: &'static [u8]) -> DeviceImage {
-            DeviceImage {
-                format: ImageFormat::Ptx,
-                target: MOCK_TARGET,
-                bytes,
-            }
-        }
-
-        pub(crate) static GOOD: ImageSet = ImageSet {
-            images: &[image(b"an image")],
-            kernels: &["fill", "other", "missing_entry"],
-            unavailable: None,
-        };
         static REJECTED: ImageSet = ImageSet {
             images: &[image(b"bad image")],
             kernels: &["fill"],
@@ -570,17 +550,6 @@ pub(crate) mod tests {
             kernels: &[],
             unavailable: Some("no device toolchain"),
         };
-        pub(crate) const fn kernel(name: &'static str, images: &'static ImageSet) -> Kernel {
-            Kernel {
-                name,
-                images,
-                host_thread: host_build,
-                host_threads: host_threads_build,
-                params: &["value", "out"],
-                share: ThreadShare::Batched,
-            }
-        }
-        pub(crate) static FILL: Kernel = kernel("fill", &GOOD);
         static OTHER: Kernel = kernel("other", &GOOD);
         static MISSING: Kernel = kernel("missing_entry", &GOOD);
         static FILL_REJECTED: Kernel = kernel("fill", &REJECTED);
@@ -623,10 +592,35 @@ pub(crate) mod tests {
             assert_eq!(shape(&STRIPS), (1 << 20) / (256 * 16));
         }
 
-        pub(crate) fn mock() -> (Arc<MockGpu>, Device) {
-            let gpu = Arc::new(MockGpu::new(1 << 20));
-            let device = Device::unlisted(gpu.clone());
-            (gpu, device)
+        /// A launch made while the thread's kept launches are in use (inside another launch) gets
+        /// one prepared for itself, and keeps nothing.
+        #[test]
+        fn a_launch_inside_another_is_prepared_for_itself() {
+            let (_gpu, device) = mock();
+            let mut out = [0u32; 8];
+            let args = [KernelArg::value(&7u32), KernelArg::slice_mut(&mut out)];
+            let launch = Launch::auto();
+            let key = launch.key(&FILL, &device, &args).unwrap();
+            let prepared = Cell::new(0);
+            let prepare = || {
+                prepared.set(prepared.get() + 1);
+                launch.prepare(&FILL, &device, key.items)
+            };
+            with_kept(key, prepare, |outer| {
+                outer.noted = 1;
+                with_kept(key, prepare, |inner| {
+                    assert_eq!(inner.noted, u64::MAX, "not the outer launch");
+                    Ok(())
+                })
+            })
+            .unwrap();
+            assert_eq!(prepared.get(), 2);
+            with_kept(key, prepare, |kept| {
+                assert_eq!(kept.noted, 1, "the outer launch was kept");
+                Ok(())
+            })
+            .unwrap();
+            assert_eq!(prepared.get(), 2);
         }
 
         fn fill(kernel: &'static Kernel, launch: Launch<'_>, out: &mut [u32]) -> Result<()> {
@@ -638,21 +632,6 @@ pub(crate) mod tests {
             match result {
                 Err(Error::NoImage { reason, .. }) => reason,
                 other => panic!("expected NoImage, got {other:?}"),
-            }
-        }
-
-        /// `panicked at src/kernels.rs:12:20` in block 3, thread 231.
-        pub(crate) fn record() -> PanicRecord {
-            let mut file = [0; PANIC_FILE_BYTES];
-            file[..14].copy_from_slice(b"src/kernels.rs");
-            PanicRecord {
-                flag: PANIC_COMPLETE,
-                line: 12,
-                column: 20,
-                file_len: 14,
-                block: [3, 0, 0],
-                thread: [231, 0, 0],
-                file,
             }
         }
 

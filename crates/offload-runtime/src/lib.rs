@@ -37,6 +37,8 @@ pub mod kernel;
 pub mod launch;
 mod loaded;
 pub mod map;
+#[cfg(test)]
+mod mock_kernels;
 pub mod nd;
 pub mod ordering;
 mod output_backup;

@@ -153,7 +153,7 @@ impl KeptParams {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::launch::tests::on_the_mock::mock;
+    use crate::mock_kernels::mock;
 
     /// Each parameter's place, size and kind, and the buffer's bytes.
     fn packed(kept: &KeptParams) -> (Vec<crate::backend::Param>, Vec<u8>) {

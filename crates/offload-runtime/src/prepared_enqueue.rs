@@ -104,8 +104,8 @@ impl PreparedEnqueue<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::launch::tests::on_the_mock::{kernel, mock, record, FILL, GOOD};
     use crate::map::{InArg, OutArg};
+    use crate::mock_kernels::{kernel, mock, record, FILL, GOOD};
     use crate::{scope, DeviceSlice};
     use offload_kernel::Dim3;
     use std::sync::atomic::Ordering::Relaxed;

@@ -800,8 +800,8 @@ fn alloc(
 mod tests {
     use super::*;
     use crate::kernel::KernelArg;
-    use crate::launch::tests::on_the_mock::{mock, record, FILL};
     use crate::map::OutArg;
+    use crate::mock_kernels::{mock, record, FILL};
     use std::sync::atomic::Ordering;
 
     /// `fill` of `out`, device data, queued on `stream`.
