@@ -41,6 +41,7 @@ impl Kind {
 
 /// A launch's packed parameters and the layout they were packed in: each argument's kind and
 /// the offset of its first byte.
+#[derive(Default)]
 pub(crate) struct KeptParams {
     params: PackedArgs,
     /// Empty until a launch packed them, and while a packing that lays them out anew runs.
@@ -48,14 +49,6 @@ pub(crate) struct KeptParams {
 }
 
 impl KeptParams {
-    /// Parameters kept from launch to launch, with their layout.
-    pub(crate) fn kept() -> Self {
-        KeptParams {
-            params: PackedArgs::default(),
-            layout: Vec::new(),
-        }
-    }
-
     /// The parameters the last [`KeptParams::pack`] packed.
     pub(crate) fn params(&self) -> &PackedArgs {
         &self.params
@@ -182,7 +175,7 @@ mod tests {
         let (_gpu, device) = mock();
         let id = device.id();
         let on_device = |addr, len| KernelArg::resident::<f32>(id, addr, len, false, None);
-        let mut kept = KeptParams::kept();
+        let mut kept = KeptParams::default();
         let (a, b, c) = (3u8, 2.5f64, 9u32);
         let first = [
             KernelArg::value(&a),
@@ -229,7 +222,7 @@ mod tests {
         let n = 5u64;
         let on =
             |device: &Device, addr| KernelArg::resident::<f32>(device.id(), addr, 4, false, None);
-        let mut kept = KeptParams::kept();
+        let mut kept = KeptParams::default();
         let good = [KernelArg::value(&n), on(&device, 0x1000)];
         kept.pack(&device, "k", &good, |_| unreachable!()).unwrap();
         // Another layout, refused after its first parameter was packed.

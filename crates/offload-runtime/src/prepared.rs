@@ -40,7 +40,8 @@ impl Key {
     }
 }
 
-/// A launch kept for the next ones with the same key.
+/// A launch kept for the next ones with the same key (per thread here, or in a handle of
+/// `crate::prepared_enqueue`).
 pub(crate) struct KeptLaunch {
     pub shape: Shape,
     pub entry: Entry,
@@ -52,11 +53,12 @@ pub(crate) struct KeptLaunch {
 }
 
 impl KeptLaunch {
-    fn new((shape, entry): (Shape, Entry)) -> Self {
+    /// A launch of `shape` and `entry` that has packed no parameters and noted nothing yet.
+    pub(crate) fn new((shape, entry): (Shape, Entry)) -> Self {
         KeptLaunch {
             shape,
             entry,
-            params: KeptParams::kept(),
+            params: KeptParams::default(),
             noted: u64::MAX,
         }
     }

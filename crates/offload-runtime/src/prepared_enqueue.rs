@@ -14,11 +14,9 @@
 //! `Device::release` renewed the device's code generation (see `crate::prepared`), it refuses to
 //! launch with `Err(Released)`.
 
-use crate::backend::Shape;
 use crate::kernel::{Kernel, KernelArg};
 use crate::launch::{check_arguments, check_fits_entry, Launch};
-use crate::loaded::Entry;
-use crate::param_layout::KeptParams;
+use crate::prepared::KeptLaunch;
 use crate::stream::Stream;
 use crate::{Error, Result};
 
@@ -28,16 +26,12 @@ pub struct PreparedEnqueue<'s> {
     kernel: &'static Kernel,
     /// The settings, without the device (the stream's).
     launch: Launch<'static>,
-    /// The generation of the device's code that `entry` belongs to.
+    /// The generation of the device's code that `kept`'s entry belongs to.
     code: u64,
-    entry: Entry,
-    shape: Shape,
-    /// What `shape` was sized for (`Launch::items_of`).
+    /// What `kept`'s shape was sized for (`Launch::items_of`).
     items: (u64, u64),
-    /// The last launch's parameters: the next one writes over them.
-    params: KeptParams,
-    /// For `Queue::note_launched`: when this handle last noted its kernel on the stream.
-    noted: u64,
+    /// The entry, shape and last parameters, as a launch kept per thread has them.
+    kept: KeptLaunch,
 }
 
 /// Prepare launches of `kernel` on `stream` as `launch` says: its entry loaded, its shape chosen
@@ -58,17 +52,14 @@ pub fn prepare<'s>(
     let code = device.code_generation();
     // A default grid for one element until the arguments say otherwise.
     let items = launch.items_of(&[]);
-    let (shape, entry) = launch.prepare(kernel, device, items)?;
+    let kept = KeptLaunch::new(launch.prepare(kernel, device, items)?);
     Ok(PreparedEnqueue {
         stream: stream.another(),
         kernel,
         launch,
         code,
-        entry,
-        shape,
         items,
-        params: KeptParams::kept(),
-        noted: u64::MAX,
+        kept,
     })
 }
 
@@ -86,17 +77,10 @@ impl PreparedEnqueue<'_> {
         let items = self.launch.items_of(args);
         if items != self.items {
             let shape = self.launch.shape_on(self.kernel, device, items)?;
-            check_fits_entry(self.kernel, device, shape, &self.entry)?;
-            (self.shape, self.items) = (shape, items);
+            check_fits_entry(self.kernel, device, shape, &self.kept.entry)?;
+            (self.kept.shape, self.items) = (shape, items);
         }
-        self.stream.queue_kernel(
-            self.kernel,
-            &self.entry,
-            self.shape,
-            args,
-            &mut self.params,
-            &mut self.noted,
-        )
+        self.stream.queue_kernel(self.kernel, &mut self.kept, args)
     }
 }
 

@@ -35,7 +35,7 @@ use crate::loaded::{Entry, LoadedImage};
 use crate::map::{InArg, OutArg, StreamArg};
 use crate::ordering::Uses;
 use crate::param_layout::KeptParams;
-use crate::prepared;
+use crate::prepared::{self, KeptLaunch};
 use crate::stream_mode::{Records, Runs, StreamMode};
 use crate::trace::{self, CopySource, LaunchSummary};
 use crate::transfer::{kernel_failed, HostData};
@@ -578,17 +578,7 @@ pub fn enqueue<M: StreamMode>(
     prepared::with_kept(
         key,
         || launch.prepare(kernel, device, key.items),
-        |kept| {
-            let params = &mut kept.params;
-            stream.queue_kernel(
-                kernel,
-                &kept.entry,
-                kept.shape,
-                args,
-                params,
-                &mut kept.noted,
-            )
-        },
+        |kept| stream.queue_kernel(kernel, kept, args),
     )
 }
 
@@ -620,19 +610,22 @@ impl<'scope, M: StreamMode> Stream<'scope, M> {
         }
     }
 
-    /// Queue `entry` of `kernel` in `shape` with `args`, checked (`Launch::key`), packing its
-    /// parameters into `params` (over the last ones of the same launch when they fit); while the
-    /// stream records, add it to the graph instead. `noted`: the launch's note for
-    /// `Queue::note_launched`.
+    /// Queue the kept launch `kept` of `kernel` (its entry, in its shape) with `args`, checked
+    /// (`Launch::key`), packing the parameters over its last ones when they fit and noting the
+    /// kernel for `Queue::note_launched` under its note; while the stream records, add it to the
+    /// graph instead.
     pub(crate) fn queue_kernel(
         &self,
         kernel: &'static Kernel,
-        entry: &Entry,
-        shape: Shape,
+        kept: &mut KeptLaunch,
         args: &[KernelArg<'_>],
-        params: &mut KeptParams,
-        noted: &mut u64,
     ) -> Result<()> {
+        let KeptLaunch {
+            shape,
+            ref entry,
+            ref mut params,
+            ref mut noted,
+        } = *kept;
         let device = &self.queue.device;
         let backend = &*self.queue.backend;
         let mut recording = self
