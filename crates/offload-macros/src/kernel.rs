@@ -713,10 +713,10 @@ fn expand_host(
             }
 
             /// A launch on `stream` (running, not recording a graph) as `launch` says, prepared
-            /// once for a loop of launches: the
-            /// kernel's entry found and its shape checked now, so that each
-            /// [`Prepared::enqueue`] only checks its arguments (their devices, device memory
-            /// shared with a written argument, a default grid's element count) before queueing.
+            /// once for a loop of launches: the kernel's entry found and its shape checked now,
+            /// so that each [`Prepared::enqueue`] only checks its arguments (their devices,
+            /// device memory shared with a written argument, a default grid's element count)
+            /// before queueing.
             /// `Err` for a shape the device or kernel refuses, a missing image, or a launch
             /// naming another device than the stream's.
             #[allow(clippy::multiple_bound_locations)]
