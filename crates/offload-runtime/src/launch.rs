@@ -382,7 +382,7 @@ pub fn launch(
     };
     let key = launch.key(kernel, &device, args)?;
     let (shape, entry) = prepared::with_kept(
-        key,
+        &key,
         || launch.prepare(kernel, &device, key.items),
         |kept| Ok((kept.shape, kept.entry.clone())),
     )?;
@@ -606,16 +606,16 @@ pub(crate) mod tests {
                 prepared.set(prepared.get() + 1);
                 launch.prepare(&FILL, &device, key.items)
             };
-            with_kept(key, prepare, |outer| {
+            with_kept(&key, prepare, |outer| {
                 outer.noted = 1;
-                with_kept(key, prepare, |inner| {
+                with_kept(&key, prepare, |inner| {
                     assert_eq!(inner.noted, u64::MAX, "not the outer launch");
                     Ok(())
                 })
             })
             .unwrap();
             assert_eq!(prepared.get(), 2);
-            with_kept(key, prepare, |kept| {
+            with_kept(&key, prepare, |kept| {
                 assert_eq!(kept.noted, 1, "the outer launch was kept");
                 Ok(())
             })
