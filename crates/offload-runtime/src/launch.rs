@@ -216,18 +216,21 @@ impl<'d> Launch<'d> {
 /// memory (`crate::aliasing`), naming the argument: what every launch checks of its arguments
 /// before anything moves.
 pub(crate) fn check_arguments(kernel: &'static Kernel, args: &[KernelArg<'_>]) -> Result<()> {
-    if let Some((i, reason)) = args
-        .iter()
-        .enumerate()
-        .find_map(|(i, a)| Some((i, a.refused.as_ref()?)))
-    {
-        return Err(Error::InvalidArgument {
-            kernel: kernel.name,
-            argument: kernel.params.get(i).copied().unwrap_or("?"),
-            reason: reason.clone(),
-        });
+    if let Some(i) = args.iter().position(|a| a.refused.is_some()) {
+        let reason = args[i].refused.as_deref().unwrap_or_default();
+        return Err(refused(kernel, i, reason));
     }
     crate::aliasing::check_disjoint(kernel, args)
+}
+
+/// The error of the `i`th argument of a launch of `kernel`, which cannot be passed for `reason`.
+#[cold]
+fn refused(kernel: &'static Kernel, i: usize, reason: &str) -> Error {
+    Error::InvalidArgument {
+        kernel: kernel.name,
+        argument: kernel.params.get(i).copied().unwrap_or("?"),
+        reason: reason.to_string(),
+    }
 }
 
 /// Elements per thread of a default GPU launch, as the kernel's `ThreadShare` says. One for a
