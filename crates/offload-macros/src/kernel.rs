@@ -708,8 +708,8 @@ fn expand_host(
                 #(#enqueue_inputs),*
             ) -> ::offload::Result<()> #where_clause {
                 #(#null_checks)*
-                let mut args = [#(#kernel_args),*];
-                ::offload::__private::enqueue(#kernel_ref, stream, launch, &mut args)
+                let args = [#(#kernel_args),*];
+                ::offload::__private::enqueue(#kernel_ref, stream, launch, &args)
             }
 
             /// A launch on `stream` (running, not recording a graph) as `launch` says, prepared

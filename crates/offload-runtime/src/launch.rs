@@ -216,18 +216,21 @@ impl<'d> Launch<'d> {
 /// memory (`crate::aliasing`), naming the argument: what every launch checks of its arguments
 /// before anything moves.
 pub(crate) fn check_arguments(kernel: &'static Kernel, args: &[KernelArg<'_>]) -> Result<()> {
-    if let Some((i, reason)) = args
-        .iter()
-        .enumerate()
-        .find_map(|(i, a)| Some((i, a.refused.as_ref()?)))
-    {
-        return Err(Error::InvalidArgument {
-            kernel: kernel.name,
-            argument: kernel.params.get(i).copied().unwrap_or("?"),
-            reason: reason.clone(),
-        });
+    if let Some(i) = args.iter().position(|a| a.refused.is_some()) {
+        let reason = args[i].refused.as_deref().unwrap_or_default();
+        return Err(refused(kernel, i, reason));
     }
     crate::aliasing::check_disjoint(kernel, args)
+}
+
+/// The error of the `i`th argument of a launch of `kernel`, which cannot be passed for `reason`.
+#[cold]
+fn refused(kernel: &'static Kernel, i: usize, reason: &str) -> Error {
+    Error::InvalidArgument {
+        kernel: kernel.name,
+        argument: kernel.params.get(i).copied().unwrap_or("?"),
+        reason: reason.to_string(),
+    }
 }
 
 /// Elements per thread of a default GPU launch, as the kernel's `ThreadShare` says. One for a
@@ -382,7 +385,7 @@ pub fn launch(
     };
     let key = launch.key(kernel, &device, args)?;
     let (shape, entry) = prepared::with_kept(
-        key,
+        &key,
         || launch.prepare(kernel, &device, key.items),
         |kept| Ok((kept.shape, kept.entry.clone())),
     )?;
@@ -606,16 +609,16 @@ pub(crate) mod tests {
                 prepared.set(prepared.get() + 1);
                 launch.prepare(&FILL, &device, key.items)
             };
-            with_kept(key, prepare, |outer| {
+            with_kept(&key, prepare, |outer| {
                 outer.noted = 1;
-                with_kept(key, prepare, |inner| {
+                with_kept(&key, prepare, |inner| {
                     assert_eq!(inner.noted, u64::MAX, "not the outer launch");
                     Ok(())
                 })
             })
             .unwrap();
             assert_eq!(prepared.get(), 2);
-            with_kept(key, prepare, |kept| {
+            with_kept(&key, prepare, |kept| {
                 assert_eq!(kept.noted, 1, "the outer launch was kept");
                 Ok(())
             })

@@ -107,8 +107,8 @@ impl KeptParams {
                     // the common sizes get a copy of known size.
                     unsafe {
                         match size {
-                            4 => params.write_at(at, ptr, 4),
-                            8 => params.write_at(at, ptr, 8),
+                            4 => params.write_array_at::<4>(at, ptr),
+                            8 => params.write_array_at::<8>(at, ptr),
                             _ => params.write_at(at, ptr, size),
                         }
                     }

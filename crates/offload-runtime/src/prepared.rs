@@ -74,6 +74,31 @@ struct Kept {
     next: usize,
 }
 
+impl Kept {
+    #[inline]
+    fn find(&mut self, key: &Key) -> Option<&mut KeptLaunch> {
+        self.slots.iter_mut().find_map(|slot| match slot {
+            Some((kept_key, kept)) if kept_key == key => Some(kept),
+            _ => None,
+        })
+    }
+
+    /// Keep the launch that `prepare` gives for `key` in place of the oldest (out of line: a
+    /// loop of launches finds its own).
+    #[inline(never)]
+    fn keep(
+        &mut self,
+        key: Key,
+        prepare: impl FnOnce() -> Result<(Shape, Entry)>,
+    ) -> Result<&mut KeptLaunch> {
+        let prepared = prepare()?;
+        let slot = self.next;
+        self.next = (slot + 1) % SLOTS;
+        let (_, kept) = self.slots[slot].insert((key, KeptLaunch::new(prepared)));
+        Ok(kept)
+    }
+}
+
 thread_local! {
     static KEPT: RefCell<Kept> = RefCell::new(Kept::default());
 }
@@ -81,40 +106,30 @@ thread_local! {
 /// Run `launch` with the launch of `key`: kept from an earlier launch of this thread, else from
 /// `prepare`, then kept (only when it succeeded). While the thread's kept launches are in use (a
 /// launch made inside another's, as a rayon worker waiting for the host device's blocks may
-/// run), and during the thread's teardown, with one prepared for this launch alone.
+/// run), and during the thread's teardown, with one prepared for this launch alone. Both
+/// closures only borrow what they use (`Copy`): the path that finds no kept launches calls
+/// them without taking them back out of the one that does.
+#[inline]
 pub(crate) fn with_kept<R>(
-    key: Key,
+    key: &Key,
+    prepare: impl FnOnce() -> Result<(Shape, Entry)> + Copy,
+    launch: impl FnOnce(&mut KeptLaunch) -> Result<R> + Copy,
+) -> Result<R> {
+    KEPT.try_with(|kept| match kept.try_borrow_mut() {
+        Ok(mut kept) => match kept.find(key) {
+            Some(found) => launch(found),
+            None => kept.keep(*key, prepare).and_then(launch),
+        },
+        Err(_) => once(prepare, launch),
+    })
+    .unwrap_or_else(|_| once(prepare, launch))
+}
+
+/// `launch` with a launch that `prepare` gives for it alone.
+#[cold]
+fn once<R>(
     prepare: impl FnOnce() -> Result<(Shape, Entry)>,
     launch: impl FnOnce(&mut KeptLaunch) -> Result<R>,
 ) -> Result<R> {
-    let (mut prepare, mut launch) = (Some(prepare), Some(launch));
-    let kept = KEPT.try_with(|kept| {
-        let mut kept = kept.try_borrow_mut().ok()?;
-        let kept = &mut *kept;
-        let found = kept
-            .slots
-            .iter()
-            .position(|slot| slot.as_ref().is_some_and(|(k, _)| *k == key));
-        let slot = match found {
-            Some(slot) => slot,
-            None => {
-                let prepared = match prepare.take().expect("not called yet")() {
-                    Ok(prepared) => prepared,
-                    Err(e) => return Some(Err(e)),
-                };
-                let slot = kept.next;
-                kept.next = (slot + 1) % SLOTS;
-                kept.slots[slot] = Some((key, KeptLaunch::new(prepared)));
-                slot
-            }
-        };
-        let (_, found) = kept.slots[slot].as_mut().expect("filled above");
-        Some(launch.take().expect("not called yet")(found))
-    });
-    if let Ok(Some(done)) = kept {
-        return done;
-    }
-    let prepared = prepare.take().expect("not called when nothing was kept")()?;
-    let mut once = KeptLaunch::new(prepared);
-    launch.take().expect("not called when nothing was kept")(&mut once)
+    launch(&mut KeptLaunch::new(prepare()?))
 }

@@ -129,7 +129,7 @@ mod tests {
                 prepare(&FILL, &a, Launch::auto())?,
                 prepare(&FILL, &b, Launch::on(&device))?,
             );
-            crate::stream::enqueue(&FILL, &a, Launch::auto(), &mut fill_args(out))?;
+            crate::stream::enqueue(&FILL, &a, Launch::auto(), &fill_args(out))?;
             on_a.enqueue(&fill_args(out))?;
             on_a.enqueue(&fill_args(out))?;
             assert_eq!(gpu.events.load(Relaxed), 0, "one stream waits for nothing");
@@ -158,7 +158,7 @@ mod tests {
             let (small, large) = (a.alloc_zeroed::<u32>(8)?, a.alloc_zeroed::<u32>(1 << 16)?);
             let mut prepared = prepare(&FILL, &a, Launch::auto())?;
             for out in [small, large, small] {
-                crate::stream::enqueue(&FILL, &a, Launch::auto(), &mut fill_args(out))?;
+                crate::stream::enqueue(&FILL, &a, Launch::auto(), &fill_args(out))?;
                 let generic = grid();
                 prepared.enqueue(&fill_args(out))?;
                 assert_eq!(grid(), generic, "{} elements", out.len());

@@ -571,15 +571,29 @@ pub fn enqueue<M: StreamMode>(
     kernel: &'static Kernel,
     stream: &Stream<'_, M>,
     launch: Launch<'_>,
-    args: &mut [KernelArg<'_>],
+    args: &[KernelArg<'_>],
 ) -> Result<()> {
     let device = stream.check_launch_device(kernel, &launch)?;
     let key = launch.key(kernel, device, args)?;
     prepared::with_kept(
-        key,
+        &key,
         || launch.prepare(kernel, device, key.items),
         |kept| stream.queue_kernel(kernel, kept, args),
     )
+}
+
+/// The error of a launch that names `named` on a stream of `device`.
+#[cold]
+fn another_device(kernel: &'static Kernel, named: &Device, device: &Device) -> Error {
+    Error::InvalidLaunch {
+        kernel: kernel.name,
+        device: named.name().to_string(),
+        reason: format!(
+            "the launch names {}, but its stream is on {}",
+            named.name(),
+            device.name()
+        ),
+    }
 }
 
 impl<'scope, M: StreamMode> Stream<'scope, M> {
@@ -590,6 +604,7 @@ impl<'scope, M: StreamMode> Stream<'scope, M> {
     }
 
     /// The stream's device, unless `launch` names another one.
+    #[inline]
     pub(crate) fn check_launch_device(
         &self,
         kernel: &'static Kernel,
@@ -597,15 +612,7 @@ impl<'scope, M: StreamMode> Stream<'scope, M> {
     ) -> Result<&Device> {
         let device = &self.queue.device;
         match launch.device {
-            Some(named) if named.id() != device.id() => Err(Error::InvalidLaunch {
-                kernel: kernel.name,
-                device: named.name().to_string(),
-                reason: format!(
-                    "the launch names {}, but its stream is on {}",
-                    named.name(),
-                    device.name()
-                ),
-            }),
+            Some(named) if named.id() != device.id() => Err(another_device(kernel, named, device)),
             _ => Ok(device),
         }
     }
@@ -799,8 +806,8 @@ mod tests {
 
     /// `fill` of `out`, device data, queued on `stream`.
     fn enqueue_fill(stream: &crate::Stream<'_>, out: crate::DeviceSlice<'_, u32>) -> Result<()> {
-        let mut args = [KernelArg::value(&7u32), OutArg::into_kernel_arg(out)];
-        enqueue(&FILL, stream, Launch::auto(), &mut args)
+        let args = [KernelArg::value(&7u32), OutArg::into_kernel_arg(out)];
+        enqueue(&FILL, stream, Launch::auto(), &args)
     }
 
     /// Work on one stream waits for nothing; a write on another stream waits for the last

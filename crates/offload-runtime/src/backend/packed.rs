@@ -139,6 +139,28 @@ impl PackedArgs {
         }
     }
 
+    /// `write_at` for `N` bytes known when compiling: a load and a store, where the compiler
+    /// makes a `memcpy` call of `write_at`s of different constant sizes merged into one.
+    ///
+    /// # Safety
+    /// `value..value + N` is readable, outside the buffer.
+    pub(crate) unsafe fn write_array_at<const N: usize>(
+        &mut self,
+        offset: usize,
+        value: *const u8,
+    ) {
+        assert!(
+            offset + N <= self.bytes.len(),
+            "a write past the packed parameters"
+        );
+        // SAFETY: inside the buffer (checked above); `value` is readable per the contract.
+        unsafe {
+            let bytes = (value as *const [u8; N]).read_unaligned();
+            let at = self.bytes.as_mut_ptr().add(offset) as *mut [u8; N];
+            at.write_unaligned(bytes);
+        }
+    }
+
     /// The start of the buffer.
     pub fn as_ptr(&self) -> *const u8 {
         self.bytes.as_ptr() as *const u8
