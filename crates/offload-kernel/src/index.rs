@@ -650,6 +650,21 @@ impl Iterator for GridStride {
     }
 }
 
+/// `len`, known to the compiler to be at most `isize::MAX` when `T` has a size, as the length
+/// of a `[T]` is: the indices of a walk below it then have their top bit clear, and a kernel's
+/// `x[i..i + k]` or `x[i + 1]` needs no test of `i + k` for overflow.
+///
+/// # Safety
+/// `len` is the length of a slice of `T`s.
+#[inline(always)]
+pub(crate) unsafe fn slice_len<T>(len: usize) -> usize {
+    if core::mem::size_of::<T>() != 0 {
+        // SAFETY: a slice of sized elements spans at most isize::MAX bytes.
+        unsafe { core::hint::assert_unchecked(len <= isize::MAX as usize) };
+    }
+    len
+}
+
 /// The global ids that this call runs, `first..end` (one thread on GPUs), and the launch's
 /// thread count.
 #[inline(always)]

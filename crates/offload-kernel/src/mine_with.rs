@@ -5,7 +5,7 @@
 //! the second iterator's pending item in memory (a local-memory store and load per element on
 //! the GPU): a physics update with two outputs ran 1.2–1.5× slower than CUDA C that way.
 
-use crate::index::GridStride;
+use crate::index::{slice_len, GridStride};
 use crate::output_saving::before_writing;
 use crate::thread_slice::ThreadSlice;
 use core::marker::PhantomData;
@@ -29,7 +29,9 @@ impl<'a, T> ThreadSlice<'a, T> {
             self.offset() == other.offset(),
             "iter_mine_with: the two views start at different indices of their parameters"
         );
-        let indices = GridStride::mine(self.len().min(other.len()), self.offset());
+        // SAFETY: both views' memory holds their lengths' elements (`from_raw_parts`).
+        let len = unsafe { slice_len::<T>(self.len()).min(slice_len::<U>(other.len())) };
+        let indices = GridStride::mine(len, self.offset());
         let (first, second) = (self.raw_ptr(), other.raw_ptr());
         before_writing(first, &indices);
         before_writing(second, &indices);

@@ -11,7 +11,7 @@
 //! - inside a kernel, `unsafe { out.scatter_mine(&index) }` on a `ThreadSlice`, when the kernel
 //!   itself knows the index is injective (one it computed).
 
-use crate::index::GridStride;
+use crate::index::{slice_len, GridStride};
 use crate::thread_slice::ThreadSlice;
 use core::marker::PhantomData;
 
@@ -57,7 +57,8 @@ impl<'a, T> ThreadSlice<'a, T> {
             ptr: self.as_mut_ptr(),
             len: self.len(),
             index,
-            indices: GridStride::mine(index.len(), 0),
+            // SAFETY: the length of a slice.
+            indices: GridStride::mine(unsafe { slice_len::<I>(index.len()) }, 0),
             _borrow: PhantomData,
         }
     }
@@ -110,7 +111,8 @@ impl<'a, T, I: ScatterIndex> Scattered<'a, T, I> {
             ptr: self.ptr,
             len: self.len,
             index: self.index,
-            indices: GridStride::mine(self.index.len(), 0),
+            // SAFETY: the length of a slice.
+            indices: GridStride::mine(unsafe { slice_len::<I>(self.index.len()) }, 0),
             _borrow: PhantomData,
         }
     }

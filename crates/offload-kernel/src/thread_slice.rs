@@ -18,7 +18,7 @@
 //! parameter's own. (16-byte updates share out chunks by a rule of their own, so they take a
 //! parameter of their own: `#[wide]`, a [`WideSlice`](crate::WideSlice) in the body.)
 
-use crate::index::GridStride;
+use crate::index::{slice_len, GridStride};
 use crate::output_saving::{before_writing, unnamed_access};
 use core::marker::PhantomData;
 use core::ops::{Bound, RangeBounds};
@@ -83,7 +83,8 @@ impl<'a, T> ThreadSlice<'a, T> {
     /// The indices of [`iter_mine`](Self::iter_mine).
     #[inline(always)]
     pub(crate) fn mine_indices(&self) -> GridStride {
-        GridStride::mine(self.len, self.offset)
+        // SAFETY: the view's memory holds len elements (`from_raw_parts`).
+        GridStride::mine(unsafe { slice_len::<T>(self.len) }, self.offset)
     }
 
     /// The first index of this view that the calling thread owns, and the stride to its next
