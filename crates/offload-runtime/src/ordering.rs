@@ -121,6 +121,19 @@ impl<Q: PartialEq + Clone> InFlight<Q> {
         }
     }
 
+    /// Whether a use on `queue` waits for nothing (`conflicts` would add none): it is ordered
+    /// after the last write (the queue made it, or read since), and for a write no other queue
+    /// has read since.
+    #[inline]
+    fn settled<K>(&self, queue: &K, write: bool) -> bool
+    where
+        Q: PartialEq<K>,
+    {
+        let after_last_write = self.writer.as_ref().is_none_or(|w| w == queue)
+            || self.readers.iter().any(|r| r == queue);
+        after_last_write && (!write || self.readers.iter().all(|r| r == queue))
+    }
+
     /// Note a use on `queue`, queued after its conflicts; `own` makes the entry to keep, only
     /// when one is added.
     #[inline]
@@ -236,6 +249,14 @@ impl<'u> Claim<'u> {
     /// Make `queue` wait for the conflicting uses on other queues: one wait per such queue.
     pub(crate) fn order_on(&self, queue: &Arc<dyn Backend>) -> Result<()> {
         let at = QueueAt::of(queue);
+        // The common case, data staying on one queue, without gathering the (no) queues to wait for.
+        if self
+            .held
+            .iter()
+            .all(|(in_flight, write)| in_flight.settled(&at, *write))
+        {
+            return Ok(());
+        }
         let mut others = Vec::new();
         for (in_flight, write) in &self.held {
             in_flight.conflicts(&at, *write, &mut others);
@@ -344,6 +365,37 @@ mod tests {
         assert_eq!(f.writer, Some('d'));
         assert!(f.readers.is_empty());
         assert_eq!(waits(&f, 'a', false), ['d']);
+    }
+
+    #[test]
+    fn settled_is_exactly_no_conflicts() {
+        let mut f = InFlight::default();
+        let check = |f: &InFlight<char>| {
+            for queue in ['a', 'b', 'c'] {
+                for write in [false, true] {
+                    let settled = f.settled(&queue, write);
+                    assert_eq!(
+                        settled,
+                        waits(f, queue, write).is_empty(),
+                        "{queue} {write}"
+                    );
+                }
+            }
+        };
+        check(&f);
+        for (queue, write) in [
+            ('a', true),
+            ('a', false),
+            ('b', false),
+            ('a', true),
+            ('b', true),
+        ] {
+            f.note(&queue, write, || queue);
+            check(&f);
+        }
+        f.note(&'c', false, || 'c');
+        f.completed(false);
+        check(&f);
     }
 
     #[test]
