@@ -359,11 +359,10 @@ mod tests {
     /// A stand-in `llvm-objdump` printing `listing`, to check the decode check without LLVM.
     #[cfg(unix)]
     fn fake_objdump(dir: &Path, listing: &str) -> PathBuf {
-        use std::os::unix::fs::PermissionsExt;
         fs::create_dir_all(dir).unwrap();
         let tool = dir.join("llvm-objdump-22");
         fs::write(&tool, format!("#!/bin/sh\ncat <<'EOF'\n{listing}\nEOF\n")).unwrap();
-        fs::set_permissions(&tool, fs::Permissions::from_mode(0o755)).unwrap();
+        crate::make_executable(&tool);
         tool
     }
 

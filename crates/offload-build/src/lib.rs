@@ -42,6 +42,8 @@ mod amdgpu;
 mod amdgpu_link;
 mod child_env;
 mod core_cache;
+#[cfg(all(test, unix))]
+mod fake_tools;
 pub mod hsa_code_object;
 mod image_cache;
 mod image_cache_budget;

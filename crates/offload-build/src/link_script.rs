@@ -190,26 +190,12 @@ mod tests {
     #[cfg(unix)]
     #[test]
     fn argument_handling() {
-        use std::os::unix::fs::PermissionsExt;
-        let dir = std::env::temp_dir().join(format!("offload-link-test-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        let log = dir.join("log");
-        // Each fake tool logs its name and arguments, then creates its `-o` output.
-        let fake = |name: &str| {
-            let p = dir.join(name);
-            let body = format!(
-                "#!/bin/sh\nprintf '{name}' >> {log}\nfor a in \"$@\"; do case $a in {dir}/*) a=\"W/${{a##*/}}\";; esac; printf ' %s' \"$a\" >> {log}; done\necho >> {log}\nwhile [ $# -gt 1 ]; do [ \"$1\" = -o ] && : > \"$2\"; shift; done\n",
-                log = sh_quote(log.to_str().unwrap()),
-                dir = "/tmp/offload-link.*",
-            );
-            std::fs::write(&p, body).unwrap();
-            std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
-            p
-        };
-        let script = dir.join("offload-link");
-        std::fs::write(&script, render(&fake("link"), &fake("opt"), &fake("llc"))).unwrap();
-        std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let tools = crate::fake_tools::FakeTools::new("offload-link-test");
+        let dir = &tools.dir;
+        let script = tools.executable(
+            "offload-link",
+            &render(&tools.tool("link"), &tools.tool("opt"), &tools.tool("llc")),
+        );
         let obj = dir.join("k.rcgu.o");
         let rlib = dir.join("libcompiler_builtins-1.rlib");
         std::fs::write(&obj, b"").unwrap();
@@ -227,10 +213,8 @@ mod tests {
             .status()
             .unwrap();
         assert!(status.success());
-        let log = std::fs::read_to_string(&log).unwrap();
-        let lines: Vec<&str> = log.lines().collect();
         assert_eq!(
-            lines,
+            tools.calls(),
             [
                 "link W/obj1001.o -o W/objects.bc",
                 "link -S W/objects.bc -o W/objects.ll",
@@ -249,6 +233,5 @@ mod tests {
             .status()
             .unwrap();
         assert!(!status.success());
-        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

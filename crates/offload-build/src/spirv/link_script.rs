@@ -52,29 +52,18 @@ mod tests {
     #[cfg(unix)]
     #[test]
     fn pipeline_order() {
-        use std::os::unix::fs::PermissionsExt;
-        let dir = std::env::temp_dir().join(format!("offload-spirv-link-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        let log = dir.join("log");
-        let fake = |name: &str| {
-            let p = dir.join(name);
-            let body = format!(
-                "#!/bin/sh\nprintf '{name}' >> {log}\nfor a in \"$@\"; do case $a in /tmp/offload-link.*/*) a=\"W/${{a##*/}}\";; esac; printf ' %s' \"$a\" >> {log}; done\necho >> {log}\nwhile [ $# -gt 1 ]; do [ \"$1\" = -o ] && : > \"$2\"; shift; done\n",
-                log = sh_quote(log.to_str().unwrap()),
-            );
-            std::fs::write(&p, body).unwrap();
-            std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
-            p
-        };
-        let script = dir.join("offload-link-spirv");
+        let tools = crate::fake_tools::FakeTools::new("offload-spirv-link");
+        let dir = &tools.dir;
         let plugin = Path::new("/cache/offload_spirv.so");
-        std::fs::write(
-            &script,
-            render(&fake("link"), &fake("opt"), &fake("llc"), plugin),
-        )
-        .unwrap();
-        std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let script = tools.executable(
+            "offload-link-spirv",
+            &render(
+                &tools.tool("link"),
+                &tools.tool("opt"),
+                &tools.tool("llc"),
+                plugin,
+            ),
+        );
         let obj = dir.join("k.rcgu.o");
         std::fs::write(&obj, b"").unwrap();
         let out = dir.join("k.ptx");
@@ -94,10 +83,8 @@ mod tests {
             .status()
             .unwrap();
         assert!(status.success());
-        let log = std::fs::read_to_string(&log).unwrap();
-        let lines: Vec<&str> = log.lines().collect();
         assert_eq!(
-            lines,
+            tools.calls(),
             [
                 "link W/obj1001.o -o W/objects.bc",
                 "opt --internalize-public-api-list=OFFLOAD_PANIC_RECORD,OFFLOAD_PANIC_FLAG_PTR,saxpy -passes=internalize,globaldce W/linked.bc -o W/internal.bc",
@@ -106,6 +93,5 @@ mod tests {
                 &format!("llc -mtriple=spirv64v1.4-unknown-unknown -O3 -filetype=obj W/opt.bc -o {}", out.display()),
             ]
         );
-        std::fs::remove_dir_all(&dir).unwrap();
     }
 }
