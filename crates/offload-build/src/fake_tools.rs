@@ -2,8 +2,8 @@
 //! shared log (paths in a script's work directory written `W/<name>`) and creates its `-o`
 //! output, so that a test checks a script's pipeline without LLVM.
 
-use crate::link_script::sh_quote;
 use crate::make_executable;
+use crate::sh_quote::sh_quote;
 use std::path::PathBuf;
 
 /// A scratch directory of stand-in tools and their log, removed when dropped.

@@ -53,6 +53,7 @@ pub mod install_hints;
 pub mod kernel_abi;
 mod link_script;
 mod msgpack;
+mod sh_quote;
 mod spirv;
 mod toolchain;
 

@@ -13,12 +13,8 @@
 //! `compiler_builtins` still arrives as an rlib (it is never part of LTO); `llvm-link` reads
 //! archives itself and `--ignore-non-bitcode` skips their `lib.rmeta` member.
 
+use crate::sh_quote::sh_quote;
 use std::path::Path;
-
-/// Quotes `s` for a POSIX shell.
-pub(crate) fn sh_quote(s: &str) -> String {
-    format!("'{}'", s.replace('\'', r"'\''"))
-}
 
 pub(crate) fn path_str(p: &Path) -> &str {
     p.to_str()
@@ -165,12 +161,6 @@ awk '
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn quoting() {
-        assert_eq!(sh_quote("/usr/bin/opt-22"), "'/usr/bin/opt-22'");
-        assert_eq!(sh_quote("/a b/it's"), r"'/a b/it'\''s'");
-    }
 
     #[test]
     fn tools_are_baked_in() {

@@ -8,7 +8,8 @@
 //! also those O3 formed), and `llc` to a SPIR-V 1.4 binary (what OpenCL 3.0 devices take through
 //! `clCreateProgramWithIL`).
 
-use crate::link_script::{head, path_str, sh_quote, LINK_OBJECTS};
+use crate::link_script::{head, path_str, LINK_OBJECTS};
+use crate::sh_quote::sh_quote;
 use std::path::Path;
 
 /// The SPIR-V version and addressing the images use.
