@@ -56,6 +56,8 @@ mod spirv;
 mod stencil;
 mod sync;
 mod thread_slice;
+mod thread_window;
+mod tile_starts;
 mod warp;
 mod wide;
 
@@ -85,6 +87,8 @@ pub use stencil::{
 };
 pub use sync::sync_threads;
 pub use thread_slice::{MineIter, ThreadSlice};
+pub use thread_window::ThreadWindow;
+pub use tile_starts::{tile_starts, TileStarts};
 pub use warp::{
     ballot, lane_id, shuffle, shuffle_down, shuffle_up, shuffle_xor, sync_warp, vote_all, vote_any,
     warp_id, warp_max, warp_min, warp_reduce, warp_size, warp_sum, WarpSum, WarpValue,

@@ -223,12 +223,13 @@ pub fn contract<T: Value>(d: &[T], u: &[T], w: &mut [T]) {
 /// Shared-memory element assembly on a chain of 1D elements: element `e` joins nodes `e` and
 /// `e + 1` with stiffness `k[e]`; node `n` gets `f[n - 1] - f[n]` with the element fluxes
 /// `f[e] = k[e] (u[e + 1] - u[e])`. Each block computes the fluxes of its tile of nodes once,
-/// into shared memory (tile + 1 values: `Launch::dynamic_shared`), then assembles.
+/// into shared memory (tile + 1 values: `Launch::dynamic_shared`), then assembles. Tile starts
+/// and nodes count in 32 bits, as CUDA C's `int`s (`tile_starts` checks once that they fit).
 #[offload::kernel(instances(T = f32 | f64))]
 pub fn assemble<T: Value>(k: &[T], u: &[T], r: &mut [T]) {
-    let flux = dynamic_shared::<T>();
-    let tile = block_dim().x as usize;
-    let t = thread_idx().x as usize;
+    // Slot 0 of a thread's window holds the flux of the element before its node, slot 1 the
+    // next one's (the next thread's slot, or for the last thread the extra slot).
+    let flux = dynamic_shared::<T>().thread_window::<1>();
     let n = r.len().min(u.len());
     let f = |e: usize| {
         // Element e lies between nodes e and e + 1; elements outside the chain carry nothing.
@@ -238,25 +239,26 @@ pub fn assemble<T: Value>(k: &[T], u: &[T], r: &mut [T]) {
             T::ZERO
         }
     };
-    let mut first = block_idx().x as usize * tile;
-    while first < n {
-        // Slot t holds the flux of element first + t - 1 (none before the first node).
-        flux.write_mine(if first + t == 0 {
+    let last = block_dim().x - 1;
+    let t = thread_idx().x;
+    for first in tile_starts(n) {
+        let node = first + t;
+        flux.write_mine(if node == 0 {
             T::ZERO
         } else {
-            f(first + t - 1)
+            f(node as usize - 1)
         });
-        if t == tile - 1 {
-            // SAFETY: slot `tile` is written by this thread alone before the barrier.
-            unsafe { flux.write(tile, f(first + tile - 1)) };
+        if t == last {
+            // SAFETY: the slot after the last thread's is written by this thread alone before
+            // the barrier.
+            unsafe { flux.write(1, f(node as usize)) };
         }
         sync_threads();
-        if first + t < n {
-            // SAFETY: node first + t belongs to this block's tile and thread alone; the slots
-            // read were written before the barrier and are not written until the next one.
-            unsafe { *r.at(first + t) = flux.read(t) - flux.read(t + 1) };
+        if (node as usize) < n {
+            // SAFETY: node belongs to this block's tile and thread alone; the slots read were
+            // written before the barrier and are not written until the next one.
+            unsafe { *r.at(node as usize) = flux.read(0) - flux.read(1) };
         }
         sync_threads();
-        first += grid_dim().x as usize * tile;
     }
 }

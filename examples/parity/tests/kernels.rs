@@ -154,3 +154,20 @@ fn gpu_equals_the_cpu_loops_within_fma_rounding() {
     check(&outputs!(&gpu, f32), 1e-5);
     check(&outputs!(&gpu, f64), 1e-13);
 }
+
+#[test]
+fn assemble_without_the_extra_shared_slot_fails_with_a_clear_error() {
+    let host = Device::host();
+    let n = Sizes::SMALL.n;
+    let (k, u) = (vec![1.0f32; n - 1], vec![0.0f32; n]);
+    let mut r = vec![0.0f32; n];
+    // A slot per thread but not the one after the last thread's.
+    let shared = 128 * std::mem::size_of::<f32>() as u32;
+    let launch = Launch::on(&host).block(128).dynamic_shared(shared);
+    let err = kernels::assemble::launch(launch, &k, &u, &mut r).unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("shared array too short for a slot per thread and the slots ahead"),
+        "{err}"
+    );
+}
