@@ -9,6 +9,9 @@ use std::time::{Duration, Instant};
 
 type Result<T> = std::result::Result<T, Box<dyn std::error::Error>>;
 
+/// Interleaved rounds of every way.
+const ROUNDS: usize = 5;
+
 /// One way of copying, best of the rounds.
 pub struct CopyRate {
     pub name: &'static str,
@@ -16,8 +19,11 @@ pub struct CopyRate {
     pub to_device: bool,
     /// From or to page-locked host memory (`PinnedVec`; else pageable memory).
     pub page_locked: bool,
-    /// GB/s.
+    /// GB/s, the best round.
     pub rate: f64,
+    /// GB/s of each round in turn: a slow figure in every round points at the process, one slow
+    /// round at the machine (the late dips of docs/PERFORMANCE.md).
+    pub rounds: [f64; ROUNDS],
     /// The raw pinned memcpy in the same direction, GB/s.
     pub pinned: f64,
 }
@@ -40,9 +46,9 @@ const WAYS: [(&str, bool, bool); 8] = [
     ("region unmap, final, to page-locked data", false, true),
 ];
 
-/// Every way, `bytes` per copy, best of 5 interleaved rounds (wall clock until the copy is
-/// complete); `None` without a CUDA GPU (there is no raw reference, and maps copy nothing on the
-/// host).
+/// Every way, `bytes` per copy, in [`ROUNDS`] interleaved rounds (wall clock until the copy is
+/// complete); `None` without a CUDA GPU (there is no raw reference, and maps copy nothing on
+/// the host).
 pub fn measure(device: &Device, bytes: usize) -> Result<Option<Vec<CopyRate>>> {
     let Some((pinned_to, pinned_from)) =
         crate::reference_bandwidth::pinned_host_device(device, bytes)?
@@ -59,10 +65,10 @@ pub fn measure(device: &Device, bytes: usize) -> Result<Option<Vec<CopyRate>>> {
     let mut pinned_out = PinnedVec::filled(1u8, bytes)?;
     // Each round measures every way once, so that no way gets a better time for running earlier
     // or later.
-    let mut best = [Duration::MAX; 8];
+    let mut times = [[Duration::ZERO; ROUNDS]; WAYS.len()];
     offload::region_on(device, |outer| {
         let mut mapped = outer.tofrom(&mut mapped_host)?;
-        for _ in 0..5 {
+        for round in 0..ROUNDS {
             let timings = [
                 offload::region_on(device, |r| timed(|| r.to(&source).map(drop)))?,
                 timed(|| mapped.update_to(|_| ()))?,
@@ -73,8 +79,8 @@ pub fn measure(device: &Device, bytes: usize) -> Result<Option<Vec<CopyRate>>> {
                 timed(|| resident.copy_to_host(&mut vec_host))?,
                 final_unmap(device, &mut pinned_out)?,
             ];
-            for (best, t) in best.iter_mut().zip(timings) {
-                *best = (*best).min(t);
+            for (way, t) in times.iter_mut().zip(timings) {
+                way[round] = t;
             }
         }
         Ok(())
@@ -82,15 +88,20 @@ pub fn measure(device: &Device, bytes: usize) -> Result<Option<Vec<CopyRate>>> {
     if vec_host != source {
         return Err("the round trip returned other bytes".into());
     }
+    let gb_per_s = |time: Duration| bytes as f64 / time.as_secs_f64() / 1e9;
     let rows = WAYS
         .iter()
-        .zip(best)
-        .map(|(&(name, to_device, page_locked), time)| CopyRate {
-            name,
-            to_device,
-            page_locked,
-            rate: bytes as f64 / time.as_secs_f64() / 1e9,
-            pinned: if to_device { pinned_to } else { pinned_from },
+        .zip(times)
+        .map(|(&(name, to_device, page_locked), rounds)| {
+            let rounds = rounds.map(gb_per_s);
+            CopyRate {
+                name,
+                to_device,
+                page_locked,
+                rate: rounds.iter().copied().fold(0.0, f64::max),
+                rounds,
+                pinned: if to_device { pinned_to } else { pinned_from },
+            }
         })
         .collect();
     Ok(Some(rows))
@@ -99,7 +110,7 @@ pub fn measure(device: &Device, bytes: usize) -> Result<Option<Vec<CopyRate>>> {
 /// The rows of [`measure`], one a line, and each row's ratio line for `bench`.
 pub fn print(bench: &str, bytes: usize, rows: &[CopyRate]) {
     println!(
-        "transfers of {} MiB, best of 5 interleaved rounds, wall clock until complete; raw \
+        "transfers of {} MiB, best of {ROUNDS} interleaved rounds, wall clock until complete; raw \
          pinned memcpy (cuMemcpy from page-locked memory, CUDA events) in the same run:",
         bytes >> 20
     );
@@ -116,6 +127,8 @@ pub fn print(bench: &str, bytes: usize, rows: &[CopyRate]) {
             row.pinned,
             row.ratio()
         );
+        let rounds: Vec<String> = row.rounds.iter().map(|r| format!("{r:.1}")).collect();
+        println!("      rounds, GB/s: {}", rounds.join(" "));
         Ratio::print(
             bench,
             &format!("{dir} {}, {} MiB", row.name, bytes >> 20),
