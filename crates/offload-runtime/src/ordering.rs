@@ -247,9 +247,11 @@ impl<'u> Claim<'u> {
     }
 
     /// Make `queue` wait for the conflicting uses on other queues: one wait per such queue.
+    /// Inlined: the common case, data staying on one queue, is a check of each use, without a
+    /// call or gathering the (no) queues to wait for.
+    #[inline]
     pub(crate) fn order_on(&self, queue: &Arc<dyn Backend>) -> Result<()> {
         let at = QueueAt::of(queue);
-        // The common case, data staying on one queue, without gathering the (no) queues to wait for.
         if self
             .held
             .iter()
@@ -257,6 +259,12 @@ impl<'u> Claim<'u> {
         {
             return Ok(());
         }
+        self.wait_for_conflicts(queue, at)
+    }
+
+    /// `order_on` for uses that are not all settled on `queue` (at `at`).
+    #[inline(never)]
+    fn wait_for_conflicts(&self, queue: &Arc<dyn Backend>, at: QueueAt) -> Result<()> {
         let mut others = Vec::new();
         for (in_flight, write) in &self.held {
             in_flight.conflicts(&at, *write, &mut others);
