@@ -25,7 +25,6 @@ fn device_bytes(data: &ArgData) -> Option<(usize, Range<u64>, bool)> {
 /// Refuses `args` when a written device range overlaps another argument's range on the same
 /// device, naming both parameters. Quadratic in the arguments, which are a handful.
 pub(crate) fn check_disjoint(kernel: &'static Kernel, args: &[KernelArg<'_>]) -> Result<()> {
-    let name = |i: usize| kernel.params.get(i).copied().unwrap_or("?");
     for (i, first) in args.iter().enumerate() {
         let Some((device, range, writes)) = device_bytes(&first.data) else {
             continue;
@@ -38,29 +37,42 @@ pub(crate) fn check_disjoint(kernel: &'static Kernel, args: &[KernelArg<'_>]) ->
             if device != other_device || !overlap || !(writes || other_writes) {
                 continue;
             }
-            let other_name = name(j);
-            let reason = match (writes, other_writes) {
-                (true, true) => format!(
-                    "and `{other_name}` are both written and share device memory: one launch \
-                     cannot write the same device data through two parameters"
-                ),
-                (true, false) => format!(
-                    "is written and shares device memory with `{other_name}`, which the kernel \
-                     reads as read-only data: pass separate device data"
-                ),
-                _ => format!(
-                    "is read as read-only data and shares device memory with `{other_name}`, \
-                     which the kernel writes: pass separate device data"
-                ),
-            };
-            return Err(Error::InvalidArgument {
-                kernel: kernel.name,
-                argument: name(i),
-                reason,
-            });
+            return Err(shared(kernel, (i, writes), (j, other_writes)));
         }
     }
     Ok(())
+}
+
+/// The error of the `i`th and `j`th arguments of a launch of `kernel`, which share device
+/// memory that one of them writes (whether each writes it beside it). Out of line: the check
+/// of every launch does not build it.
+#[cold]
+fn shared(
+    kernel: &'static Kernel,
+    (i, writes): (usize, bool),
+    (j, other_writes): (usize, bool),
+) -> Error {
+    let name = |i: usize| kernel.params.get(i).copied().unwrap_or("?");
+    let other_name = name(j);
+    let reason = match (writes, other_writes) {
+        (true, true) => format!(
+            "and `{other_name}` are both written and share device memory: one launch \
+             cannot write the same device data through two parameters"
+        ),
+        (true, false) => format!(
+            "is written and shares device memory with `{other_name}`, which the kernel \
+             reads as read-only data: pass separate device data"
+        ),
+        _ => format!(
+            "is read as read-only data and shares device memory with `{other_name}`, \
+             which the kernel writes: pass separate device data"
+        ),
+    };
+    Error::InvalidArgument {
+        kernel: kernel.name,
+        argument: name(i),
+        reason,
+    }
 }
 
 #[cfg(test)]

@@ -392,7 +392,7 @@ pub fn launch(
     tracing::debug!(kernel = kernel.name, device = %device.name(), grid = ?shape.grid, block = ?shape.block, "launch");
     let mut report = LaunchReport::new(kernel.name, shape);
     transfer::launch(&device, kernel.name, &entry, shape, args, &mut report)?;
-    report::record(report, device.name());
+    report::record(report, &device);
     Ok(())
 }
 

@@ -134,6 +134,20 @@ impl<Q: PartialEq + Clone> InFlight<Q> {
         after_last_write && (!write || self.readers.iter().all(|r| r == queue))
     }
 
+    /// Whether noting a use on `queue` would change nothing: for a write, `queue` made the last
+    /// one and nothing read since; for a read, `queue` has read since the last write.
+    #[inline]
+    fn noted<K>(&self, queue: &K, write: bool) -> bool
+    where
+        Q: PartialEq<K>,
+    {
+        if write {
+            self.writer.as_ref().is_some_and(|w| w == queue) && self.readers.is_empty()
+        } else {
+            self.readers.iter().any(|r| r == queue)
+        }
+    }
+
     /// Note a use on `queue`, queued after its conflicts; `own` makes the entry to keep, only
     /// when one is added.
     #[inline]
@@ -247,9 +261,11 @@ impl<'u> Claim<'u> {
     }
 
     /// Make `queue` wait for the conflicting uses on other queues: one wait per such queue.
+    /// Inlined: the common case, data staying on one queue, is a check of each use, without a
+    /// call or gathering the (no) queues to wait for.
+    #[inline]
     pub(crate) fn order_on(&self, queue: &Arc<dyn Backend>) -> Result<()> {
         let at = QueueAt::of(queue);
-        // The common case, data staying on one queue, without gathering the (no) queues to wait for.
         if self
             .held
             .iter()
@@ -257,6 +273,12 @@ impl<'u> Claim<'u> {
         {
             return Ok(());
         }
+        self.wait_for_conflicts(queue, at)
+    }
+
+    /// `order_on` for uses that are not all settled on `queue` (at `at`).
+    #[inline(never)]
+    fn wait_for_conflicts(&self, queue: &Arc<dyn Backend>, at: QueueAt) -> Result<()> {
         let mut others = Vec::new();
         for (in_flight, write) in &self.held {
             in_flight.conflicts(&at, *write, &mut others);
@@ -268,10 +290,23 @@ impl<'u> Claim<'u> {
     }
 
     /// Note the uses as queued on `queue` (after `order_on`), and release the claim. Inlined:
-    /// the claim is not moved into the call.
+    /// the common case, uses noted on this queue already (data staying on one queue), is a
+    /// check of each use, without a call.
     #[inline]
     pub(crate) fn queued_on(mut self, queue: &Arc<dyn Backend>) {
         let at = QueueAt::of(queue);
+        if !self
+            .held
+            .iter()
+            .all(|(in_flight, write)| in_flight.noted(&at, *write))
+        {
+            self.note_on(queue, at);
+        }
+    }
+
+    /// `queued_on`'s notes, when one changes something.
+    #[inline(never)]
+    fn note_on(&mut self, queue: &Arc<dyn Backend>, at: QueueAt) {
         for (in_flight, write) in &mut self.held {
             in_flight.note(&at, *write, || QueueRef::of(queue, at));
         }
@@ -388,6 +423,38 @@ mod tests {
             ('a', false),
             ('b', false),
             ('a', true),
+            ('b', true),
+        ] {
+            f.note(&queue, write, || queue);
+            check(&f);
+        }
+        f.note(&'c', false, || 'c');
+        f.completed(false);
+        check(&f);
+    }
+
+    #[test]
+    fn noted_is_exactly_a_note_that_changes_nothing() {
+        let mut f = InFlight::default();
+        let check = |f: &InFlight<char>| {
+            for queue in ['a', 'b', 'c'] {
+                for write in [false, true] {
+                    let mut noted = InFlight {
+                        writer: f.writer,
+                        readers: f.readers.clone(),
+                    };
+                    noted.note(&queue, write, || queue);
+                    assert_eq!(f.noted(&queue, write), noted == *f, "{queue} {write}");
+                }
+            }
+        };
+        check(&f);
+        for (queue, write) in [
+            ('a', true),
+            ('a', false),
+            ('b', false),
+            ('a', true),
+            ('a', false),
             ('b', true),
         ] {
             f.note(&queue, write, || queue);

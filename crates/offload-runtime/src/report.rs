@@ -2,6 +2,7 @@
 //! and for checking that data moved as expected.
 
 use crate::backend::Shape;
+use crate::device::Device;
 use offload_kernel::Dim3;
 use std::cell::RefCell;
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
@@ -63,12 +64,24 @@ pub(crate) fn device_time_wanted() -> bool {
     DEVICE_TIME.load(Relaxed) || crate::trace::enabled()
 }
 
-thread_local! {
-    static LAST: RefCell<Option<LaunchReport>> = const { RefCell::new(None) };
+/// This thread's last report, and the generation of the code of the device it names
+/// (`Loaded::generation`: unique in the process, so that it stands for that device's name).
+struct Last {
+    report: Option<LaunchReport>,
+    named: Option<u64>,
 }
 
-/// Keep `report`, of a launch on the device named `device`, as this thread's last.
-pub(crate) fn record(report: LaunchReport, device: &str) {
+thread_local! {
+    static LAST: RefCell<Last> = const {
+        RefCell::new(Last {
+            report: None,
+            named: None,
+        })
+    };
+}
+
+/// Keep `report`, of a launch on `device`, as this thread's last.
+pub(crate) fn record(report: LaunchReport, device: &Device) {
     keep(device, |kept| {
         // The name goes into the buffer of the report it replaces.
         let name = std::mem::take(&mut kept.device);
@@ -79,16 +92,16 @@ pub(crate) fn record(report: LaunchReport, device: &str) {
     });
 }
 
-/// Keep the report of a launch of `kernel` in `shape` queued on a stream of the device named
-/// `device`, which copies `bytes_to_device` bytes in and `bytes_from_device` back, as this
-/// thread's last: written over the kept report, so that a loop of launches builds and moves no
-/// report. Its times are zero and `None`: its kernel runs after the call returns, unobserved.
+/// Keep the report of a launch of `kernel` in `shape` queued on a stream of `device`, which
+/// copies `bytes_to_device` bytes in and `bytes_from_device` back, as this thread's last:
+/// written over the kept report, so that a loop of launches builds and moves no report. Its
+/// times are zero and `None`: its kernel runs after the call returns, unobserved.
 pub(crate) fn record_queued(
     kernel: &'static str,
     shape: Shape,
     bytes_to_device: usize,
     bytes_from_device: usize,
-    device: &str,
+    device: &Device,
 ) {
     keep(device, |kept| {
         kept.kernel = kernel;
@@ -104,20 +117,23 @@ pub(crate) fn record_queued(
 }
 
 /// Change this thread's last report (a default one before the first) with `change`, then name
-/// its device `device`: a loop of launches allocates nothing for the name, and copies nothing
-/// while the device stays the same.
-fn keep(device: &str, change: impl FnOnce(&mut LaunchReport)) {
+/// its device `device`: a loop of launches allocates nothing for the name, and neither asks the
+/// device for it nor copies it while the device stays the same (a released device's code has
+/// another generation: its name is copied again, unchanged).
+fn keep(device: &Device, change: impl FnOnce(&mut LaunchReport)) {
+    let code = device.code_generation();
     LAST.with_borrow_mut(|last| {
-        let kept = last.get_or_insert_with(LaunchReport::default);
+        let kept = last.report.get_or_insert_with(LaunchReport::default);
         change(kept);
-        if kept.device != device {
+        if last.named != Some(code) {
             kept.device.clear();
-            kept.device.push_str(device);
+            kept.device.push_str(device.name());
+            last.named = Some(code);
         }
     });
 }
 
 /// The report of the last successful launch made by this thread.
 pub fn last_launch() -> Option<LaunchReport> {
-    LAST.with(|l| l.borrow().clone())
+    LAST.with(|l| l.borrow().report.clone())
 }

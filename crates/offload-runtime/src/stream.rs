@@ -674,18 +674,19 @@ impl<'scope, M: StreamMode> Stream<'scope, M> {
         }
         queued?;
         self.queue.note_launched(kernel.name, &entry.image, noted);
-        let name = device.name();
-        if device.memory_is_host() {
-            trace::host_launch(name, kernel.name, Duration::ZERO);
-        } else {
-            trace::queued_launch(name, kernel.name, &summary);
-        }
+        trace::queued_launch(device, kernel.name, &summary);
         let LaunchSummary {
             bytes_to_device,
             bytes_from_device,
             ..
         } = summary;
-        crate::report::record_queued(kernel.name, shape, bytes_to_device, bytes_from_device, name);
+        crate::report::record_queued(
+            kernel.name,
+            shape,
+            bytes_to_device,
+            bytes_from_device,
+            device,
+        );
         Ok(())
     }
 }
@@ -708,14 +709,15 @@ fn queue_launch<M: StreamMode>(
 ) -> Result<()> {
     let device = &stream.queue.device;
     let backend = &*stream.queue.backend;
-    let traced = !device.memory_is_host();
+    // Asked only when something is copied: a launch on device data needs no answer.
+    let traced = || !device.memory_is_host();
     let mut copy_back = Vec::new();
     let copy_in = |d: DevicePtr, ptr: *const u8, bytes: usize, summary: &mut LaunchSummary| {
         // SAFETY: the host slice is borrowed for the stream's scope, which outlives the copy;
         // `d` holds `bytes`.
         unsafe { backend.copy_to_device(d, ptr, bytes)? };
         summary.bytes_to_device += bytes;
-        if traced {
+        if traced() {
             let source = CopySource::StreamArgument;
             trace::queued_copy_to_device(device.id(), device.name(), ptr, bytes, source);
         }
@@ -775,7 +777,7 @@ fn queue_launch<M: StreamMode>(
         // SAFETY: the `&mut` host slice is borrowed for the stream's scope, which waits for the
         // copy before it ends.
         unsafe { backend.copy_from_device(host, d, bytes)? };
-        if traced {
+        if traced() {
             trace::queued_copy_from_device(device.id(), device.name(), host, bytes);
         }
     }
@@ -830,6 +832,28 @@ mod tests {
         })
         .unwrap();
         assert_eq!(gpu.launches.lock().unwrap().len(), 6);
+    }
+
+    /// The thread's last report names the device of each launch, also when launches alternate
+    /// between devices.
+    #[test]
+    fn the_last_report_names_the_device_of_the_last_launch() {
+        let (_gpu, device) = mock();
+        let host = Device::host();
+        let named = || crate::last_launch().unwrap().device;
+        scope(|s| {
+            let (a, h) = (s.stream(&device)?, s.stream(&host)?);
+            let (on_mock, on_host) = (a.alloc_zeroed::<u32>(8)?, h.alloc_zeroed::<u32>(8)?);
+            for _ in 0..2 {
+                enqueue_fill(&a, on_mock)?;
+                assert_eq!(named(), "mock GPU");
+                enqueue_fill(&h, on_host)?;
+                assert_eq!(named(), host.name());
+            }
+            Ok(())
+        })
+        .unwrap();
+        assert_ne!(host.name(), "mock GPU");
     }
 
     /// The launch kept per thread notes its kernel on each stream it is queued on, and again

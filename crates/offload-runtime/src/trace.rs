@@ -7,6 +7,7 @@
 //! The counters are always kept, process-wide ([`counters`]) and per thread ([`thread_counters`],
 //! which tests use: what one thread moved does not depend on what others do meanwhile).
 
+use crate::device::Device;
 use std::cell::Cell;
 use std::collections::HashMap;
 use std::ops::Sub;
@@ -419,15 +420,22 @@ pub(crate) fn launch(device: &str, report: &crate::LaunchReport, summary: &Launc
     }
 }
 
-/// The summary line of a launch queued on a stream of a GPU (its copies have lines of their own).
-pub(crate) fn queued_launch(device: &str, kernel: &str, summary: &LaunchSummary) {
+/// A launch queued on a stream of `device`, counted; with the trace on, its summary line (its
+/// copies have lines of their own; on the host device, the line of a host-backend launch with
+/// a kernel time of zero, unobserved). The device is asked for its name and kind only then.
+pub(crate) fn queued_launch(device: &Device, kernel: &str, summary: &LaunchSummary) {
     add(Field::Launches, 1);
-    if enabled() {
+    if !enabled() {
+        return;
+    }
+    if device.memory_is_host() {
+        print_host_launch(device.name(), kernel, Duration::ZERO);
+    } else {
         print(format_args!(
             "queue  {} on {}: slices {} copied, {} device-resident; {} B to device, {} B from \
              device",
             kernel,
-            device,
+            device.name(),
             summary.copied,
             summary.resident,
             summary.bytes_to_device,
@@ -437,17 +445,22 @@ pub(crate) fn queued_launch(device: &str, kernel: &str, summary: &LaunchSummary)
 }
 
 /// The summary line of a host-backend launch (kernels work on host memory in place) whose
-/// kernel took `kernel_time` (zero for a launch queued on a stream, unobserved).
+/// kernel took `kernel_time`.
 pub(crate) fn host_launch(device: &str, kernel: &str, kernel_time: Duration) {
     add(Field::Launches, 1);
     if enabled() {
-        print(format_args!(
-            "launch {} on {}: in host memory, nothing moved; kernel {:.3} ms",
-            kernel,
-            device,
-            kernel_time.as_secs_f64() * 1e3,
-        ));
+        print_host_launch(device, kernel, kernel_time);
     }
+}
+
+/// The line of a host-backend launch.
+fn print_host_launch(device: &str, kernel: &str, kernel_time: Duration) {
+    print(format_args!(
+        "launch {} on {}: in host memory, nothing moved; kernel {:.3} ms",
+        kernel,
+        device,
+        kernel_time.as_secs_f64() * 1e3,
+    ));
 }
 
 #[cfg(test)]
