@@ -128,13 +128,18 @@ mod tests {
         }
     }
 
+    /// Runs `f` as thread `t` of a block of 4 threads, over a shared array of `len` slots.
+    fn in_block_of_four(t: u32, len: usize, f: impl FnOnce(&SharedSlice<f32>)) {
+        let mut slots = vec![0f32; len];
+        // SAFETY: `slots` outlives the view.
+        let shared = unsafe { SharedSlice::from_raw(slots.as_mut_ptr(), slots.len()) };
+        with_thread(thread(t, Dim3::new(4, 1, 1)), || f(&shared));
+    }
+
     #[test]
     #[should_panic(expected = "shared array too short")]
     fn an_array_without_the_slots_ahead_panics_when_the_window_is_made() {
-        let mut slots = [0f32; 4 + 1];
-        // SAFETY: `slots` outlives the view.
-        let shared = unsafe { SharedSlice::from_raw(slots.as_mut_ptr(), slots.len()) };
-        with_thread(thread(0, Dim3::new(4, 1, 1)), || {
+        in_block_of_four(0, 4 + 1, |shared| {
             let _ = shared.thread_window::<2>();
         });
     }
@@ -142,10 +147,7 @@ mod tests {
     #[test]
     #[should_panic(expected = "shared array too short")]
     fn an_array_shorter_than_the_block_panics() {
-        let mut slots = [0f32; 3];
-        // SAFETY: `slots` outlives the view.
-        let shared = unsafe { SharedSlice::from_raw(slots.as_mut_ptr(), slots.len()) };
-        with_thread(thread(0, Dim3::new(4, 1, 1)), || {
+        in_block_of_four(0, 3, |shared| {
             let _ = shared.thread_window::<0>();
         });
     }
@@ -153,10 +155,7 @@ mod tests {
     #[test]
     #[should_panic(expected = "offset beyond the thread window")]
     fn an_offset_beyond_the_window_panics() {
-        let mut slots = [0f32; 4 + 1];
-        // SAFETY: `slots` outlives the view.
-        let shared = unsafe { SharedSlice::from_raw(slots.as_mut_ptr(), slots.len()) };
-        with_thread(thread(3, Dim3::new(4, 1, 1)), || {
+        in_block_of_four(3, 4 + 1, |shared| {
             let w = shared.thread_window::<1>();
             // SAFETY: single thread.
             let _ = unsafe { w.read(2) };

@@ -402,67 +402,52 @@ mod tests {
         assert_eq!(waits(&f, 'a', false), ['d']);
     }
 
-    #[test]
-    fn settled_is_exactly_no_conflicts() {
+    /// Calls `check` for a use by each of three queues, read and write, in every state of a
+    /// sequence of writes, reads and a completion on them.
+    fn every_state(check: impl Fn(&InFlight<char>, char, bool)) {
         let mut f = InFlight::default();
-        let check = |f: &InFlight<char>| {
+        let check_all = |f: &InFlight<char>| {
             for queue in ['a', 'b', 'c'] {
                 for write in [false, true] {
-                    let settled = f.settled(&queue, write);
-                    assert_eq!(
-                        settled,
-                        waits(f, queue, write).is_empty(),
-                        "{queue} {write}"
-                    );
+                    check(f, queue, write);
                 }
             }
         };
-        check(&f);
+        check_all(&f);
         for (queue, write) in [
             ('a', true),
             ('a', false),
             ('b', false),
             ('a', true),
+            ('a', false),
             ('b', true),
+            ('c', false),
         ] {
             f.note(&queue, write, || queue);
-            check(&f);
+            check_all(&f);
         }
-        f.note(&'c', false, || 'c');
         f.completed(false);
-        check(&f);
+        check_all(&f);
+    }
+
+    #[test]
+    fn settled_is_exactly_no_conflicts() {
+        every_state(|f, queue, write| {
+            let no_conflicts = waits(f, queue, write).is_empty();
+            assert_eq!(f.settled(&queue, write), no_conflicts, "{queue} {write}");
+        });
     }
 
     #[test]
     fn noted_is_exactly_a_note_that_changes_nothing() {
-        let mut f = InFlight::default();
-        let check = |f: &InFlight<char>| {
-            for queue in ['a', 'b', 'c'] {
-                for write in [false, true] {
-                    let mut noted = InFlight {
-                        writer: f.writer,
-                        readers: f.readers.clone(),
-                    };
-                    noted.note(&queue, write, || queue);
-                    assert_eq!(f.noted(&queue, write), noted == *f, "{queue} {write}");
-                }
-            }
-        };
-        check(&f);
-        for (queue, write) in [
-            ('a', true),
-            ('a', false),
-            ('b', false),
-            ('a', true),
-            ('a', false),
-            ('b', true),
-        ] {
-            f.note(&queue, write, || queue);
-            check(&f);
-        }
-        f.note(&'c', false, || 'c');
-        f.completed(false);
-        check(&f);
+        every_state(|f, queue, write| {
+            let mut noted = InFlight {
+                writer: f.writer,
+                readers: f.readers.clone(),
+            };
+            noted.note(&queue, write, || queue);
+            assert_eq!(f.noted(&queue, write), noted == *f, "{queue} {write}");
+        });
     }
 
     #[test]
