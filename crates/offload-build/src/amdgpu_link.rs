@@ -32,9 +32,24 @@ pub struct Tools<'a> {
     pub lld: &'a Path,
 }
 
-/// The section of the entries of `#[offload::kernel(fma)]` kernels (offload-macros), as IR
-/// prints it on a `define` line.
+/// How IR prints, on a `define` line, the start of the section that names a kernel's code options
+/// (offload-macros' `KernelOptions::entry_section`: `.offload`, then `.fma` and `.maxnreg<N>`).
+/// Only `fma` acts here: `maxnreg<N>` (`max_registers = N`) is PTX's per-thread register cap,
+/// and the AMD images ignore it (`amdgpu-num-vgpr` counts a wave's vector registers under another
+/// occupancy model, and no AMD GPU here could check what a cap does to a kernel).
+const OPTIONS_SECTION: &str = " section \".offload.";
+
+/// The section of an `fma` kernel's wrapper, which `contract_fma_kernels` reads after inlining.
 const FMA_SECTION: &str = " section \".offload.fma\"";
+
+/// Where `line`'s options section starts and ends, and whether it names `fma`.
+fn options_section(line: &str) -> Option<(usize, usize, bool)> {
+    let start = line.find(OPTIONS_SECTION)?;
+    let words = start + OPTIONS_SECTION.len();
+    let len = line[words..].find('"')?;
+    let fma = line[words..words + len].split('.').any(|w| w == "fma");
+    Some((start, words + len + 1, fma))
+}
 
 /// Operations offload-kernel's `amdgpu` module declares, in IR: memory scopes, `s_barrier`, float
 /// atomics on flat addresses, half conversions and the dynamic LDS base.
@@ -318,26 +333,30 @@ fn ir_global(name: &str) -> String {
     }
 }
 
-/// The kernels of `module`'s text whose entries sit in the FMA section.
+/// The kernels of `module`'s text whose entries' options section names `fma`.
 fn fma_kernels(module: &str) -> Vec<String> {
     module
         .lines()
-        .filter(|l| l.starts_with("define ") && l.contains(FMA_SECTION))
+        .filter(|l| l.starts_with("define ") && options_section(l).is_some_and(|(_, _, fma)| fma))
         .filter_map(|l| Some(entry_signature(l)?.0))
         .collect()
 }
 
 /// `module`'s text with LLVM's `contract` flag on every float multiply, add and subtract of the
-/// functions in the FMA section (the kernels, with their entries and everything else inlined),
-/// which lets `llc` fuse them into FMAs; the section itself is dropped.
+/// functions whose options section names `fma` (the kernels, with their entries and everything
+/// else inlined), which lets `llc` fuse them into FMAs; every options section is dropped.
 fn contract_fma_kernels(module: &str) -> String {
     let mut out = String::with_capacity(module.len());
     let mut in_fma = false;
     for line in module.lines() {
+        let section = options_section(line);
         if line.starts_with("define ") {
-            in_fma = line.contains(FMA_SECTION);
+            in_fma = section.is_some_and(|(_, _, fma)| fma);
         }
-        let line = line.replace(FMA_SECTION, "");
+        let line = match section {
+            Some((start, end, _)) => format!("{}{}", &line[..start], &line[end..]),
+            None => line.to_string(),
+        };
         let line = match ["fmul", "fadd", "fsub"].iter().find_map(|op| {
             line.split_once(&format!(" = {op} "))
                 .map(|split| (op, split))
@@ -603,8 +622,10 @@ define internal void @helper(i32 %x) {
     #[test]
     fn fma_kernels_get_contract_flags_and_lose_the_section() {
         let module = "define void @__offload_amdgpu_fused(ptr align 4 dereferenceable(4) %a) unnamed_addr #0 section \".offload.fma\" {\n  ret void\n}\n\
-                      define void @__offload_amdgpu_plain(ptr align 4 dereferenceable(4) %a) unnamed_addr #0 {\n  ret void\n}\n";
-        assert_eq!(fma_kernels(module), ["fused"]);
+                      define void @__offload_amdgpu_plain(ptr align 4 dereferenceable(4) %a) unnamed_addr #0 {\n  ret void\n}\n\
+                      define void @__offload_amdgpu_capped(ptr align 4 dereferenceable(4) %a) unnamed_addr #0 section \".offload.maxnreg24\" {\n  ret void\n}\n\
+                      define void @__offload_amdgpu_both(ptr align 4 dereferenceable(4) %a) unnamed_addr #0 section \".offload.fma.maxnreg24\" {\n  ret void\n}\n";
+        assert_eq!(fma_kernels(module), ["fused", "both"]);
         let g = glue(module, &entries(module).unwrap());
         assert!(g.contains(
             "define amdgpu_kernel void @fused(ptr addrspace(4) noundef byref([4 x i8]) align 4 %a) section \".offload.fma\" {"
@@ -621,6 +642,9 @@ define internal void @helper(i32 %x) {
                          }\n\
                          define amdgpu_kernel void @plain(ptr %a) {\n\
                          \x20 %m = fmul float %x, %y\n\
+                         }\n\
+                         define void @__offload_amdgpu_capped(ptr %a) unnamed_addr #0 section \".offload.maxnreg24\" {\n\
+                         \x20 %m = fmul float %x, %y\n\
                          }\n";
         assert_eq!(
             contract_fma_kernels(optimized),
@@ -631,6 +655,9 @@ define internal void @helper(i32 %x) {
              \x20 %n = fneg float %s\n\
              }\n\
              define amdgpu_kernel void @plain(ptr %a) {\n\
+             \x20 %m = fmul float %x, %y\n\
+             }\n\
+             define void @__offload_amdgpu_capped(ptr %a) unnamed_addr #0 {\n\
              \x20 %m = fmul float %x, %y\n\
              }\n"
         );

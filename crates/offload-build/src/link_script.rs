@@ -145,17 +145,46 @@ fi
 "$OPT" "--internalize-public-api-list=$exports" "-passes=internalize,default<O$olevel>" \
     "$work/linked.bc" -S -o "$work/opt.ll" || fail "opt failed"
 
-# Kernels marked #[offload::kernel(fma)] sit in section .offload.fma: their float multiplies,
-# adds and subtracts (with everything inlined into them) get LLVM's `contract` flag, which lets
-# llc fuse them into FMAs; the section itself is dropped.
-awk '
-    /^define / { fma = index($0, "section \".offload.fma\"") > 0 }
+# A kernel's entries sit in a section that names its code options (offload-macros'
+# KernelOptions::entry_section): `.offload`, then `.fma` and `.maxnreg<N>` as given. `fma`: their
+# float multiplies, adds and subtracts (with everything inlined into them) get LLVM's `contract`
+# flag, which lets llc fuse them into FMAs. `maxnreg<N>`: the entry's name and N go to
+# $work/maxnreg for the PTX step below. The section itself is dropped.
+: > "$work/maxnreg"
+awk -v caps="$work/maxnreg" '
+    /^define / {
+        fma = 0
+        if (match($0, / section "\.offload(\.[a-z0-9]+)+"/)) {
+            words = substr($0, RSTART + 19, RLENGTH - 20)
+            $0 = substr($0, 1, RSTART - 1) substr($0, RSTART + RLENGTH)
+            match($0, /@[^(]*\(/)
+            name = substr($0, RSTART + 1, RLENGTH - 2)
+            gsub(/"/, "", name)
+            n = split(words, word, ".")
+            for (i = 1; i <= n; i++) {
+                if (word[i] == "fma") fma = 1
+                else if (word[i] ~ /^maxnreg[0-9]+$/) print name, substr(word[i], 8) > caps
+            }
+        }
+    }
     fma && /^  %[^ ]* = f(mul|add|sub) / { sub(/ = f(mul|add|sub) /, "& contract "); sub(/  contract /, " contract ") }
-    { sub(/ section "\.offload\.fma"/, ""); print }
+    { print }
     /^}/ { fma = 0 }
 ' "$work/opt.ll" > "$work/contracted.ll" || fail "awk failed"
 "$LLC" -mtriple=nvptx64-nvidia-cuda ${cpu:+"-mcpu=$cpu"} ${features:+"-mattr=$features"} \
-    "-O$llc_olevel" "-fp-contract=$fp_contract" "$work/contracted.ll" -o "$out" || fail "llc failed"
+    "-O$llc_olevel" "-fp-contract=$fp_contract" "$work/contracted.ll" -o "$work/llc.ptx" || fail "llc failed"
+
+# `max_registers = N` kernels: PTX's `.maxnreg N` between each entry's parameters and its body,
+# where nvcc writes it for __launch_bounds__/-maxrregcount; ptxas and the driver's JIT then keep
+# every thread of the entry within N registers.
+awk -v caps="$work/maxnreg" '
+    BEGIN { while ((getline line < caps) > 0) { split(line, f, " "); cap[f[1]] = f[2] } }
+    match($0, /^(\.visible )?\.entry [^(]+/) { entry = substr($0, RSTART, RLENGTH); sub(/.* /, "", entry) }
+    /^\{/ && entry in cap { print ".maxnreg " cap[entry]; delete cap[entry] }
+    /^\{/ { entry = "" }
+    { print }
+    END { for (k in cap) { print "offload-link: no PTX entry " k " for .maxnreg" > "/dev/stderr"; exit 1 } }
+' "$work/llc.ptx" > "$out" || fail "writing .maxnreg failed"
 "#;
 
 #[cfg(test)]
@@ -211,7 +240,7 @@ mod tests {
                 "link W/objects.bc W/shared.ll -o W/main.bc",
                 "link --ignore-non-bitcode --only-needed W/main.bc W/lib1002.a -o W/linked.bc",
                 "opt --internalize-public-api-list=OFFLOAD_PANIC_RECORD,OFFLOAD_PANIC_FLAG_PTR,saxpy,stencil -passes=internalize,default<O3> W/linked.bc -S -o W/opt.ll",
-                &format!("llc -mtriple=nvptx64-nvidia-cuda -mcpu=sm_90 -O3 -fp-contract=off W/contracted.ll -o {}", out.display()),
+                "llc -mtriple=nvptx64-nvidia-cuda -mcpu=sm_90 -O3 -fp-contract=off W/contracted.ll -o W/llc.ptx",
             ]
         );
         // A target the script cannot handle is refused.
@@ -223,5 +252,81 @@ mod tests {
             .status()
             .unwrap();
         assert!(!status.success());
+    }
+
+    /// The optimised module's entry sections reach the PTX: `fma` contracts only its entry's
+    /// float arithmetic, `maxnreg<N>` writes `.maxnreg N` into its entry and no other, and no
+    /// section is left. Stand-in `opt` writes the module; stand-in `llc` writes an entry per
+    /// `define` and echoes its float arithmetic as comments.
+    #[cfg(unix)]
+    #[test]
+    fn entry_sections_reach_the_ptx() {
+        let tools = crate::fake_tools::FakeTools::new("offload-link-sections");
+        let module = "\
+define ptx_kernel void @plain(ptr %p) unnamed_addr #0 {
+  %a = fmul float %x, %y
+  ret void
+}
+define ptx_kernel void @fused(ptr %p) unnamed_addr #0 section \".offload.fma\" {
+  %a = fmul float %x, %y
+  ret void
+}
+define ptx_kernel void @window__f64(ptr %p) unnamed_addr #0 section \".offload.fma.maxnreg24\" {
+  %a = fadd double %x, %y
+  ret void
+}
+define ptx_kernel void @\"window__f32\"(ptr %p) unnamed_addr #0 section \".offload.maxnreg200\" {
+  %a = fadd float %x, %y
+  ret void
+}
+";
+        let opt = tools.executable(
+            "opt",
+            &format!(
+                "#!/bin/sh\nwhile [ $# -gt 1 ]; do [ \"$1\" = -o ] && out=$2; shift; done\ncat > \"$out\" <<'EOF'\n{module}EOF\n"
+            ),
+        );
+        let llc = tools.executable(
+            "llc",
+            r#"#!/bin/sh
+while [ $# -gt 0 ]; do case $1 in -o) out=$2; shift 2 ;; *.ll) in=$1; shift ;; *) shift ;; esac; done
+awk '
+    /^define / { match($0, /@[^(]*\(/); n = substr($0, RSTART + 1, RLENGTH - 2); gsub(/"/, "", n)
+                 print ".visible .entry " n "("; print "\t.param .u64 " n "_param_0"; print ")"; print "{" }
+    /section/ { print "\t// left: " $0 }
+    / = f(mul|add) / { print "\t//" $0 }
+    /^}/ { print "\tret;"; print "}" }
+' "$in" > "$out"
+"#,
+        );
+        let script = tools.executable("offload-link", &render(&tools.tool("link"), &opt, &llc));
+        let obj = tools.dir.join("k.rcgu.o");
+        std::fs::write(&obj, b"").unwrap();
+        let out = tools.dir.join("k.ptx");
+        let status = std::process::Command::new(&script)
+            .env("TMPDIR", "/tmp")
+            .arg(&obj)
+            .args(["--target", "nvptx64-nvidia-cuda", "-o"])
+            .arg(&out)
+            .status()
+            .unwrap();
+        assert!(status.success());
+        let entry = |name: &str, cap: &str, op: &str| {
+            format!(".visible .entry {name}(\n\t.param .u64 {name}_param_0\n){cap}\n{{\n\t//  %a = {op}\n\tret;\n}}\n")
+        };
+        assert_eq!(
+            std::fs::read_to_string(&out).unwrap(),
+            [
+                entry("plain", "", "fmul float %x, %y"),
+                entry("fused", "", "fmul contract float %x, %y"),
+                entry(
+                    "window__f64",
+                    "\n.maxnreg 24",
+                    "fadd contract double %x, %y"
+                ),
+                entry("window__f32", "\n.maxnreg 200", "fadd float %x, %y"),
+            ]
+            .concat()
+        );
     }
 }

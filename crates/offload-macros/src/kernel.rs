@@ -41,8 +41,8 @@ pub fn expand(attr: TokenStream, item: TokenStream, images: Images) -> Result<To
         .iter()
         .map(params::parse)
         .collect::<Result<Vec<_>>>()?;
+    let section = options.entry_section();
     let instances = instances::resolve(&func.sig.ident, &func.sig.generics, options.instances)?;
-    let fma = options.fma.is_some();
 
     let name = &func.sig.ident;
     let body_fn = format_ident!("__offload_body_{}", name);
@@ -50,11 +50,18 @@ pub fn expand(attr: TokenStream, item: TokenStream, images: Images) -> Result<To
     let body = expand_body(&func, &params, &body_fn)?;
     let device_entries = if instances.is_empty() {
         let entry = format_ident!("__offload_entry_{}", name);
-        device_entry(&params, &name.to_string(), &entry, &body_fn, quote! {}, fma)
+        device_entry(
+            &params,
+            &name.to_string(),
+            &entry,
+            &body_fn,
+            quote! {},
+            section.as_deref(),
+        )
     } else {
         instances
             .iter()
-            .map(|i| instance_entry(&func, &params, &body_fn, i, fma))
+            .map(|i| instance_entry(&func, &params, &body_fn, i, section.as_deref()))
             .collect()
     };
     let host = expand_host(&func, &params, &body_fn, &instances, images);
@@ -152,7 +159,7 @@ fn device_entry(
     entry: &Ident,
     body_fn: &Ident,
     generic_args: TokenStream,
-    fma: bool,
+    section: Option<&str>,
 ) -> TokenStream {
     let inputs = params.iter().map(|p| {
         let (ptr, len) = raw_names(p);
@@ -190,9 +197,9 @@ fn device_entry(
             let (ptr, _) = raw_names(p);
             quote! { let #ptr = #ptr.map_or(::core::ptr::null(), |p| p.as_ptr()); }
         });
-    // The device linker lets the float arithmetic of entries in this section contract into FMAs
-    // (and drops the section).
-    let fma_section = fma.then(|| quote! { #[link_section = ".offload.fma"] });
+    // The device linker applies the options the section names (`KernelOptions::entry_section`)
+    // and drops the section.
+    let options_section = section.map(|s| quote! { #[link_section = #s] });
     let amdgpu = amdgpu_entry(
         params,
         export,
@@ -200,12 +207,12 @@ fn device_entry(
         body_fn,
         &generic_args,
         &args,
-        &fma_section,
+        &options_section,
     );
     quote! {
         #[cfg(target_arch = "nvptx64")]
         #[doc(hidden)]
-        #fma_section
+        #options_section
         #[export_name = #export]
         #[allow(non_snake_case, improper_ctypes_definitions, clippy::too_many_arguments)]
         pub unsafe extern "ptx-kernel" fn #entry(#(#inputs),*) {
@@ -236,7 +243,7 @@ fn amdgpu_entry(
     body_fn: &Ident,
     generic_args: &TokenStream,
     args: &[TokenStream],
-    fma_section: &Option<TokenStream>,
+    options_section: &Option<TokenStream>,
 ) -> TokenStream {
     let export = format!("__offload_amdgpu_{export}");
     let entry = format_ident!("{}__amdgpu", entry);
@@ -277,7 +284,7 @@ fn amdgpu_entry(
     quote! {
         #[cfg(target_arch = "amdgpu")]
         #[doc(hidden)]
-        #fma_section
+        #options_section
         #[export_name = #export]
         #[allow(non_snake_case, unused_variables, clippy::too_many_arguments)]
         pub unsafe extern "C" fn #entry(#(#inputs),*) {
@@ -370,7 +377,7 @@ fn instance_entry(
     params: &[Param],
     body_fn: &Ident,
     inst: &Instance,
-    fma: bool,
+    section: Option<&str>,
 ) -> TokenStream {
     let name = &func.sig.ident;
     let module = format_ident!("__offload_instance_{}__{}", name, inst.suffix);
@@ -390,7 +397,7 @@ fn instance_entry(
         &entry,
         &body_path,
         quote! { #(#params_in_order),* },
-        fma,
+        section,
     );
     let device_cfg: TokenStream = DEVICE_CFG.parse().unwrap();
     quote! {

@@ -34,6 +34,12 @@ use proc_macro::TokenStream;
 /// differ in the last bits from the host backend's (which keeps Rust's separate roundings).
 /// `offload_build::Kernels::fma_contraction(true)` does the same for a whole kernels module.
 ///
+/// `#[offload::kernel(max_registers = N)]` (1 to 255) caps the registers of each thread of the
+/// kernel, as CUDA's `__launch_bounds__`/`-maxrregcount`: offload-build writes `.maxnreg N` into
+/// the kernel's PTX entries (every instance), which ptxas and the driver's JIT obey, spilling to
+/// local memory if they must. A cap can trade a kernel's loads in flight for more resident warps.
+/// The AMD images, the SPIR-V images and the host backend ignore it.
+///
 /// Generated next to the function, on the host: `fn NAME(args…) -> offload::Result<()>`, which
 /// launches with a grid sized from the data on the default device, and a module `NAME` with
 /// `NAME::launch(offload::Launch, args…)` for an explicit device and launch shape.
