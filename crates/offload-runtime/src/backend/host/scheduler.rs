@@ -20,8 +20,15 @@ use offload_kernel::Dim3;
 use std::cell::{Cell, RefCell};
 use std::sync::OnceLock;
 
-/// Stack bytes of each GPU thread on the host when `OFFLOAD_HOST_STACK` does not say.
-pub const DEFAULT_THREAD_STACK: usize = 128 * 1024;
+/// Stack bytes of each GPU thread on the host when `OFFLOAD_HOST_STACK` does not say: four times
+/// more in unoptimised builds, whose frames keep every local in its own slot (examples' bf16
+/// GEMM on the host overflowed 128 KiB in a debug build, a crash without a message, and needs
+/// 256 KiB). Untouched stack pages cost no memory.
+pub const DEFAULT_THREAD_STACK: usize = if cfg!(debug_assertions) {
+    512 * 1024
+} else {
+    128 * 1024
+};
 
 /// Stack size of each GPU thread run by the host backend: `OFFLOAD_HOST_STACK` (bytes), else
 /// [`DEFAULT_THREAD_STACK`]. Kernels with deep call chains or large locals may need more; a
