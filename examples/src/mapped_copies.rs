@@ -19,8 +19,6 @@ pub struct CopyRate {
     pub to_device: bool,
     /// From or to page-locked host memory (`PinnedVec`; else pageable memory).
     pub page_locked: bool,
-    /// GB/s, the best round.
-    pub rate: f64,
     /// GB/s of each round in turn: a slow figure in every round points at the process, one slow
     /// round at the machine (the late dips of docs/PERFORMANCE.md).
     pub rounds: [f64; ROUNDS],
@@ -29,9 +27,14 @@ pub struct CopyRate {
 }
 
 impl CopyRate {
-    /// Its rate over the raw pinned memcpy's.
+    /// GB/s of the best round.
+    pub fn rate(&self) -> f64 {
+        self.rounds.iter().copied().fold(0.0, f64::max)
+    }
+
+    /// Its best rate over the raw pinned memcpy's.
     pub fn ratio(&self) -> f64 {
-        self.rate / self.pinned
+        self.rate() / self.pinned
     }
 }
 
@@ -92,16 +95,12 @@ pub fn measure(device: &Device, bytes: usize) -> Result<Option<Vec<CopyRate>>> {
     let rows = WAYS
         .iter()
         .zip(times)
-        .map(|(&(name, to_device, page_locked), rounds)| {
-            let rounds = rounds.map(gb_per_s);
-            CopyRate {
-                name,
-                to_device,
-                page_locked,
-                rate: rounds.iter().copied().fold(0.0, f64::max),
-                rounds,
-                pinned: if to_device { pinned_to } else { pinned_from },
-            }
+        .map(|(&(name, to_device, page_locked), rounds)| CopyRate {
+            name,
+            to_device,
+            page_locked,
+            rounds: rounds.map(gb_per_s),
+            pinned: if to_device { pinned_to } else { pinned_from },
         })
         .collect();
     Ok(Some(rows))
@@ -123,7 +122,7 @@ pub fn print(bench: &str, bytes: usize, rows: &[CopyRate]) {
         println!(
             "  {dir} {:<42} {:6.1} GB/s   pinned memcpy {:6.1} GB/s   ratio {:.2}",
             row.name,
-            row.rate,
+            row.rate(),
             row.pinned,
             row.ratio()
         );

@@ -43,20 +43,6 @@ pub fn tile_starts(len: usize) -> TileStarts {
     }
 }
 
-impl TileStarts {
-    /// The walk's `len`, as a `u32`.
-    #[inline(always)]
-    pub fn len(&self) -> u32 {
-        self.len
-    }
-
-    /// Whether the walk covers no element.
-    #[inline(always)]
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
-    }
-}
-
 impl Iterator for TileStarts {
     type Item = u32;
 
