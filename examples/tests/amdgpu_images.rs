@@ -398,7 +398,8 @@ fn no_symbol_is_undefined() {
 /// `max_registers = 32` (kernels::register_cap) keeps `opposite_chains_capped` within 32 vector
 /// registers per lane on every architecture (LLVM's `"amdgpu-num-vgpr"`, 16 on gfx90a and gfx942,
 /// whose budget LLVM counts in pairs), spilling the rest to scratch memory, while the same code
-/// uncapped uses more: the cap is what brings the count down.
+/// uncapped uses more: the cap is what brings the count down. (32 is as low as the count of a
+/// kernel that can panic goes: its panic path's call takes the thread's id in v31.)
 #[test]
 fn max_registers_caps_the_vector_registers_per_lane() {
     let Some(objects) = code_objects("max_registers_caps_the_vector_registers_per_lane") else {
@@ -428,8 +429,8 @@ fn max_registers_caps_the_vector_registers_per_lane() {
             capped.vgpr_count
         );
         assert!(
-            capped.private_segment_fixed_size > 0,
-            "{arch}: capped, the kernel keeps its values in registers without spilling"
+            capped.private_segment_fixed_size > free.private_segment_fixed_size,
+            "{arch}: capped, the kernel spills nothing more than uncapped"
         );
     }
 }

@@ -15,6 +15,12 @@
 //! threads per workgroup), so a large N changes nothing. The hardware allocates VGPRs in blocks
 //! (`AMDGPU::IsaInfo::getVGPRAllocGranule`: 8 on gfx90a/gfx942, 24 on gfx1100 in wave32), so a
 //! kernel's occupancy follows its count rounded up to a block.
+//!
+//! The attribute bounds the kernel's own code. A kernel's count is the most of any function it
+//! calls, and the functions left uninlined keep their own budget: in practice the panic path,
+//! whose recorder takes the thread's id in v31 (LLVM's calling convention packs the work-item
+//! ids there), so a kernel that can panic reports at least 32 VGPRs whatever the cap (without
+//! panic reporting, `Kernels::panic_reporting(false)`, there is no such call).
 
 /// Whether `arch` has one register file of 512 per lane for VGPRs and AGPRs, whose budget LLVM
 /// counts in pairs.
