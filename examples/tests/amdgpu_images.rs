@@ -394,3 +394,43 @@ fn no_symbol_is_undefined() {
         skip("no_symbol_is_undefined (llvm-nm)", "no llvm-nm");
     }
 }
+
+/// `max_registers = 32` (kernels::register_cap) keeps `opposite_chains_capped` within 32 vector
+/// registers per lane on every architecture (LLVM's `"amdgpu-num-vgpr"`, 16 on gfx90a and gfx942,
+/// whose budget LLVM counts in pairs), spilling the rest to scratch memory, while the same code
+/// uncapped uses more: the cap is what brings the count down. (32 is as low as the count of a
+/// kernel that can panic goes: its panic path's call takes the thread's id in v31.)
+#[test]
+fn max_registers_caps_the_vector_registers_per_lane() {
+    let Some(objects) = code_objects("max_registers_caps_the_vector_registers_per_lane") else {
+        return;
+    };
+    let cap = 32;
+    for (arch, _, object) in &objects {
+        let free = kernel(object, "opposite_chains");
+        let capped = kernel(object, "opposite_chains_capped");
+        let _ = writeln!(
+            std::io::stderr(),
+            "{arch}: opposite_chains {} VGPRs, {} bytes of scratch; capped at {cap}: {} VGPRs, {} \
+             bytes of scratch",
+            free.vgpr_count,
+            free.private_segment_fixed_size,
+            capped.vgpr_count,
+            capped.private_segment_fixed_size
+        );
+        assert!(
+            free.vgpr_count > cap,
+            "{arch}: uncapped, the kernel uses {} VGPRs: too few to show a cap of {cap}",
+            free.vgpr_count
+        );
+        assert!(
+            capped.vgpr_count <= cap,
+            "{arch}: capped at {cap}, the kernel uses {} VGPRs",
+            capped.vgpr_count
+        );
+        assert!(
+            capped.private_segment_fixed_size > free.private_segment_fixed_size,
+            "{arch}: capped, the kernel spills nothing more than uncapped"
+        );
+    }
+}

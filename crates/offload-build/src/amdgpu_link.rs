@@ -5,12 +5,15 @@
 //!    (`__offload_amdgpu_NAME`, every parameter by reference) and the `shared!` arrays.
 //! 2. Write a glue module: each kernel `NAME` as an `amdgpu_kernel` taking every parameter
 //!    `byref` in the kernarg segment (laid out as the C struct the launcher packs) and calling
-//!    its entry; the `shared!` arrays as LDS; the operations Rust cannot spell (`SUPPORT`).
+//!    its entry, with `"amdgpu-num-vgpr"` for `#[offload::kernel(max_registers = N)]`
+//!    (`amdgpu_register_cap`); the `shared!` arrays as LDS; the operations Rust cannot spell
+//!    (`SUPPORT`).
 //! 3. `llvm-link` both, `opt` (internalize all but the kernels and the panic record, then the
 //!    O3 pipeline, whose AMDGPU attribute inference drops the hidden arguments kernels do not
 //!    use), FMA contraction flags for `#[offload::kernel(fma)]` kernels, `llc` (code object v5),
 //!    `ld.lld --no-undefined -shared`.
 
+use crate::amdgpu_register_cap::num_vgpr_attribute;
 use crate::kernel_abi::{Entry, ParamSlot};
 use std::ffi::OsStr;
 use std::fmt::Write;
@@ -34,21 +37,35 @@ pub struct Tools<'a> {
 
 /// How IR prints, on a `define` line, the start of the section that names a kernel's code options
 /// (offload-macros' `KernelOptions::entry_section`: `.offload`, then `.fma` and `.maxnreg<N>`).
-/// Only `fma` acts here: `maxnreg<N>` (`max_registers = N`) is PTX's per-thread register cap,
-/// and the AMD images ignore it (`amdgpu-num-vgpr` counts a wave's vector registers under another
-/// occupancy model, and no AMD GPU here could check what a cap does to a kernel).
 const OPTIONS_SECTION: &str = " section \".offload.";
 
 /// The section of an `fma` kernel's wrapper, which `contract_fma_kernels` reads after inlining.
 const FMA_SECTION: &str = " section \".offload.fma\"";
 
-/// Where `line`'s options section starts and ends, and whether it names `fma`.
-fn options_section(line: &str) -> Option<(usize, usize, bool)> {
+/// A kernel's code options, as its entry's options section names them.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+struct EntryOptions {
+    /// `fma`: its float multiplies and adds may contract into FMAs.
+    fma: bool,
+    /// `maxnreg<N>` (`max_registers = N`): at most N vector registers per lane
+    /// (`amdgpu_register_cap`).
+    max_registers: Option<u32>,
+}
+
+/// Where `line`'s options section starts and ends, and the options it names.
+fn options_section(line: &str) -> Option<(usize, usize, EntryOptions)> {
     let start = line.find(OPTIONS_SECTION)?;
     let words = start + OPTIONS_SECTION.len();
     let len = line[words..].find('"')?;
-    let fma = line[words..words + len].split('.').any(|w| w == "fma");
-    Some((start, words + len + 1, fma))
+    let mut options = EntryOptions::default();
+    for word in line[words..words + len].split('.') {
+        if word == "fma" {
+            options.fma = true;
+        } else if let Some(n) = word.strip_prefix("maxnreg").and_then(|n| n.parse().ok()) {
+            options.max_registers = Some(n);
+        }
+    }
+    Some((start, words + len + 1, options))
 }
 
 /// Operations offload-kernel's `amdgpu` module declares, in IR: memory scopes, `s_barrier`, float
@@ -272,11 +289,12 @@ fn shared_arrays(module: &str) -> String {
     defs.join("\n")
 }
 
-/// The `amdgpu_kernel` of one entry; in the FMA section when `fma` (its entry is). The entry is
-/// inlined into it whatever its size: left a function of its own, an entry that reaches dynamic
-/// LDS makes the backend give the kernel every hidden argument (non-kernel code finds the
-/// dynamic LDS size there), which liboffload would then have to fill.
-fn kernel_wrapper(entry: &Entry, fma: bool) -> String {
+/// The `amdgpu_kernel` of one entry for `arch`, with its `options`: in the FMA section for `fma`,
+/// with `"amdgpu-num-vgpr"` for a register cap. The entry is inlined into it whatever its size:
+/// left a function of its own, an entry that reaches dynamic LDS makes the backend give the
+/// kernel every hidden argument (non-kernel code finds the dynamic LDS size there), which
+/// liboffload would then have to fill.
+fn kernel_wrapper(entry: &Entry, options: EntryOptions, arch: &str) -> Result<String, String> {
     let mut params = Vec::new();
     let mut body = String::new();
     let mut call_args = Vec::new();
@@ -300,14 +318,21 @@ fn kernel_wrapper(entry: &Entry, fma: bool) -> String {
     }
     let callee = ir_global(&format!("{ENTRY_PREFIX}{}", entry.kernel));
     let pointers = vec!["ptr"; entry.params.len()].join(", ");
-    format!(
+    let register_cap = match options.max_registers {
+        Some(n) => format!(
+            " \"amdgpu-num-vgpr\"=\"{}\"",
+            num_vgpr_attribute(arch, n).map_err(|e| format!("kernel {}: {e}", entry.kernel))?
+        ),
+        None => String::new(),
+    };
+    Ok(format!(
         "declare void {callee}({pointers})\n\
-         define amdgpu_kernel void {}({}){} {{\n{body}  call void {callee}({}) alwaysinline\n  ret void\n}}\n",
+         define amdgpu_kernel void {}({}){register_cap}{} {{\n{body}  call void {callee}({}) alwaysinline\n  ret void\n}}\n",
         ir_global(&entry.kernel),
         params.join(", "),
-        if fma { FMA_SECTION } else { "" },
+        if options.fma { FMA_SECTION } else { "" },
         call_args.join(", ")
-    )
+    ))
 }
 
 /// `name` as an IR local name (quoted unless plain).
@@ -333,13 +358,21 @@ fn ir_global(name: &str) -> String {
     }
 }
 
-/// The kernels of `module`'s text whose entries' options section names `fma`.
-fn fma_kernels(module: &str) -> Vec<String> {
-    module
+/// The options of the kernels of `module`'s text whose entries have an options section; a kernel
+/// whose entry rustc merged into another's (an `alias`, see `entries`) has that one's.
+fn kernel_options(module: &str) -> Vec<(String, EntryOptions)> {
+    let mut found: Vec<(String, EntryOptions)> = module
         .lines()
-        .filter(|l| l.starts_with("define ") && options_section(l).is_some_and(|(_, _, fma)| fma))
-        .filter_map(|l| Some(entry_signature(l)?.0))
-        .collect()
+        .filter(|l| l.starts_with("define "))
+        .filter_map(|l| Some((entry_signature(l)?.0, options_section(l)?.2)))
+        .collect();
+    let aliased: Vec<(String, EntryOptions)> = module
+        .lines()
+        .filter_map(entry_alias)
+        .filter_map(|(kernel, target)| Some((kernel, found.iter().find(|k| k.0 == target)?.1)))
+        .collect();
+    found.extend(aliased);
+    found
 }
 
 /// `module`'s text with LLVM's `contract` flag on every float multiply, add and subtract of the
@@ -351,7 +384,7 @@ fn contract_fma_kernels(module: &str) -> String {
     for line in module.lines() {
         let section = options_section(line);
         if line.starts_with("define ") {
-            in_fma = section.is_some_and(|(_, _, fma)| fma);
+            in_fma = section.is_some_and(|(_, _, options)| options.fma);
         }
         let line = match section {
             Some((start, end, _)) => format!("{}{}", &line[..start], &line[end..]),
@@ -375,8 +408,8 @@ fn contract_fma_kernels(module: &str) -> String {
     out
 }
 
-/// The glue module for `module`'s text and its entries.
-fn glue(module: &str, entries: &[Entry]) -> String {
+/// The glue module for `module`'s text and its entries, for `arch`.
+fn glue(module: &str, entries: &[Entry], arch: &str) -> Result<String, String> {
     let mut out =
         String::from("; Written by offload-build: kernels, LDS and support for amdgcn.\n");
     for line in module.lines().filter(|l| l.starts_with("target ")) {
@@ -386,11 +419,33 @@ fn glue(module: &str, entries: &[Entry]) -> String {
     out.push_str(&shared_arrays(module));
     out.push('\n');
     out.push_str(SUPPORT);
-    let fma = fma_kernels(module);
+    let options = kernel_options(module);
     for e in entries {
-        out.push_str(&kernel_wrapper(e, fma.contains(&e.kernel)));
+        let of_entry = options.iter().find(|o| o.0 == e.kernel);
+        out.push_str(&kernel_wrapper(
+            e,
+            of_entry.map_or_else(Default::default, |o| o.1),
+            arch,
+        )?);
     }
-    out
+    Ok(out)
+}
+
+/// `error` (of `llc`) with the register caps of `module`'s kernels, if any: a cap below what a
+/// kernel's code needs at one point makes LLVM's register allocator give up.
+fn with_register_caps(error: String, module: &str) -> String {
+    let caps: Vec<String> = kernel_options(module)
+        .into_iter()
+        .filter_map(|(kernel, o)| Some(format!("{kernel} = {}", o.max_registers?)))
+        .collect();
+    if caps.is_empty() {
+        return error;
+    }
+    format!(
+        "{error}\n(max_registers of {}: a cap below what a kernel needs at one point fails \
+         here, in LLVM's register allocator)",
+        caps.join(", ")
+    )
 }
 
 fn run(tool: &Path, args: &[&OsStr], what: &str) -> Result<(), String> {
@@ -438,7 +493,7 @@ pub fn link(
         .map_err(|e| format!("cannot read {}: {e}", module_ll.display()))?;
     let entries = entries(&module)?;
     let glue_ll = file("glue.ll");
-    fs::write(&glue_ll, glue(&module, &entries))
+    fs::write(&glue_ll, glue(&module, &entries, arch)?)
         .map_err(|e| format!("cannot write {}: {e}", glue_ll.display()))?;
     let linked = file("linked.bc");
     run(
@@ -497,7 +552,8 @@ pub fn link(
             object.as_os_str(),
         ],
         "llc",
-    )?;
+    )
+    .map_err(|e| with_register_caps(e, &module))?;
     run(
         tools.lld,
         &[
@@ -592,7 +648,7 @@ define internal void @helper(i32 %x) {
 
     #[test]
     fn glue_defines_wrappers_lds_and_support() {
-        let g = glue(MODULE, &entries(MODULE).unwrap());
+        let g = glue(MODULE, &entries(MODULE).unwrap(), "gfx942").unwrap();
         assert!(g.contains("target triple = \"amdgcn-amd-amdhsa\"\n"));
         assert!(g.contains("declare void @__offload_amdgpu_saxpy(ptr, ptr, ptr)\n"));
         assert!(g.contains(
@@ -625,8 +681,7 @@ define internal void @helper(i32 %x) {
                       define void @__offload_amdgpu_plain(ptr align 4 dereferenceable(4) %a) unnamed_addr #0 {\n  ret void\n}\n\
                       define void @__offload_amdgpu_capped(ptr align 4 dereferenceable(4) %a) unnamed_addr #0 section \".offload.maxnreg24\" {\n  ret void\n}\n\
                       define void @__offload_amdgpu_both(ptr align 4 dereferenceable(4) %a) unnamed_addr #0 section \".offload.fma.maxnreg24\" {\n  ret void\n}\n";
-        assert_eq!(fma_kernels(module), ["fused", "both"]);
-        let g = glue(module, &entries(module).unwrap());
+        let g = glue(module, &entries(module).unwrap(), "gfx1100").unwrap();
         assert!(g.contains(
             "define amdgpu_kernel void @fused(ptr addrspace(4) noundef byref([4 x i8]) align 4 %a) section \".offload.fma\" {"
         ));
@@ -660,6 +715,55 @@ define internal void @helper(i32 %x) {
              define void @__offload_amdgpu_capped(ptr %a) unnamed_addr #0 {\n\
              \x20 %m = fmul float %x, %y\n\
              }\n"
+        );
+    }
+
+    /// `maxnreg<N>` puts `"amdgpu-num-vgpr"` on that kernel's wrapper and no other, halved where
+    /// LLVM counts the budget in pairs (gfx942), as is elsewhere (gfx1100); a kernel whose entry
+    /// is an alias of a capped one is capped alike, and a cap LLVM cannot express is refused.
+    #[test]
+    fn register_caps_become_the_wrappers_vgpr_budget() {
+        let module = "define void @__offload_amdgpu_plain(ptr align 4 dereferenceable(4) %a) unnamed_addr #0 {\n  ret void\n}\n\
+                      define void @__offload_amdgpu_capped(ptr align 4 dereferenceable(4) %a) unnamed_addr #0 section \".offload.maxnreg25\" {\n  ret void\n}\n\
+                      define void @__offload_amdgpu_both(ptr align 4 dereferenceable(4) %a) unnamed_addr #0 section \".offload.fma.maxnreg40\" {\n  ret void\n}\n\
+                      @__offload_amdgpu_capped_again = unnamed_addr alias void (ptr), ptr @__offload_amdgpu_capped\n";
+        let wrapper = |kernel: &str, tail: &str| {
+            format!("define amdgpu_kernel void @{kernel}(ptr addrspace(4) noundef byref([4 x i8]) align 4 %a){tail} {{\n")
+        };
+        let found = entries(module).unwrap();
+        let gfx942 = glue(module, &found, "gfx942").unwrap();
+        assert!(gfx942.contains(&wrapper("plain", "")), "{gfx942}");
+        assert!(gfx942.contains(&wrapper("capped", " \"amdgpu-num-vgpr\"=\"12\"")));
+        assert!(gfx942.contains(&wrapper("capped_again", " \"amdgpu-num-vgpr\"=\"12\"")));
+        assert!(gfx942.contains(&wrapper(
+            "both",
+            " \"amdgpu-num-vgpr\"=\"20\" section \".offload.fma\""
+        )));
+        assert_eq!(gfx942.matches("amdgpu-num-vgpr").count(), 3);
+        let gfx1100 = glue(module, &found, "gfx1100").unwrap();
+        assert!(gfx1100.contains(&wrapper("capped", " \"amdgpu-num-vgpr\"=\"25\"")));
+        assert!(gfx1100.contains(&wrapper(
+            "both",
+            " \"amdgpu-num-vgpr\"=\"40\" section \".offload.fma\""
+        )));
+
+        let one = "define void @__offload_amdgpu_tiny(ptr align 4 dereferenceable(4) %a) section \".offload.maxnreg1\" {\n";
+        let e = glue(one, &entries(one).unwrap(), "gfx90a").unwrap_err();
+        assert_eq!(
+            e,
+            "kernel tiny: max_registers = 1 cannot be met on gfx90a: LLVM caps its vector \
+             registers in pairs (ask for 2 or more)"
+        );
+        assert!(glue(one, &entries(one).unwrap(), "gfx1100").is_ok());
+
+        assert_eq!(
+            with_register_caps("llc failed\n".into(), module),
+            "llc failed\n\n(max_registers of capped = 25, both = 40, capped_again = 25: a cap \
+             below what a kernel needs at one point fails here, in LLVM's register allocator)"
+        );
+        assert_eq!(
+            with_register_caps("llc failed\n".into(), MODULE),
+            "llc failed\n"
         );
     }
 }

@@ -40,6 +40,7 @@
 
 mod amdgpu;
 mod amdgpu_link;
+mod amdgpu_register_cap;
 mod child_env;
 mod core_cache;
 #[cfg(all(test, unix))]

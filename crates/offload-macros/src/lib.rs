@@ -38,7 +38,9 @@ use proc_macro::TokenStream;
 /// kernel, as CUDA's `__launch_bounds__`/`-maxrregcount`: offload-build writes `.maxnreg N` into
 /// the kernel's PTX entries (every instance), which ptxas and the driver's JIT obey, spilling to
 /// local memory if they must. A cap can trade a kernel's loads in flight for more resident warps.
-/// The AMD images, the SPIR-V images and the host backend ignore it.
+/// In the AMD images N caps the vector registers (VGPRs) of each lane, through LLVM's
+/// `"amdgpu-num-vgpr"` (offload-build's `amdgpu_register_cap` says how, per architecture). The
+/// SPIR-V images and the host backend ignore it.
 ///
 /// Generated next to the function, on the host: `fn NAME(args…) -> offload::Result<()>`, which
 /// launches with a grid sized from the data on the default device, and a module `NAME` with

@@ -14,7 +14,8 @@ pub struct KernelOptions {
     /// `fma`: the kernel's float multiplies and adds may fuse into FMAs on the device.
     pub fma: Option<Span>,
     /// `max_registers = N`: the device compiler gives each thread of the kernel at most `N`
-    /// registers, as CUDA's `__launch_bounds__`/`-maxrregcount` (1 to 255).
+    /// registers, as CUDA's `__launch_bounds__`/`-maxrregcount` (1 to 255); on AMD GPUs, `N`
+    /// vector registers per lane.
     pub max_registers: Option<u32>,
     pub instances: Declared,
 }
