@@ -60,6 +60,7 @@ mod thread_window;
 mod tile_starts;
 mod warp;
 mod wide;
+mod wide_lanes;
 
 pub use async_copy::{
     commit_async_copies, copy_async_chunk, copy_async_chunk_unchecked, wait_async_copies,
@@ -95,6 +96,7 @@ pub use warp::{
     MAX_WARP_SIZE,
 };
 pub use wide::{WideElement, WideSlice, WIDE_BYTES};
+pub use wide_lanes::WideInputs;
 
 /// The host backend's allocation behind one `shared!` site (used by the macro).
 #[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]

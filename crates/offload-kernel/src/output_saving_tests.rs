@@ -85,6 +85,28 @@ fn ownership_loops_name_the_elements_they_write_before_writing() {
     });
 }
 
+/// Two wide outputs name their chunks and ends each: views 32 elements apart (alike modulo 16
+/// bytes) with 5 and 2 unaligned elements, element 0 written apart.
+#[test]
+fn two_wide_outputs_name_the_elements_they_write_before_writing() {
+    let input: Vec<u32> = (0..64).collect();
+    names_what_it_writes(65, |out, len| {
+        // SAFETY: `out` holds `len` elements, borrowed for the call; the views do not overlap.
+        let (mut low, mut high) = unsafe {
+            (
+                WideSlice::from_raw_parts(out.wrapping_add(1), 32),
+                WideSlice::from_raw_parts(out.wrapping_add(33), len - 33),
+            )
+        };
+        low.map_mine_wide_with(&mut high, (&input[1..], &input[..]), |(x, y)| (x, y));
+        // SAFETY: as above.
+        let mut first = unsafe { ThreadSlice::from_raw_parts(out, 1) };
+        for (_, e) in first.iter_mine() {
+            *e = 0;
+        }
+    });
+}
+
 /// The host walk of `#[grid]` outputs names the rows it writes: strips cut by the ranges (13
 /// points wide: 4 chunk columns, 40 rows, 7 threads: strips of 23 rows) and, in 3D, strips of
 /// planes whose runs of items end inside rows.

@@ -2,21 +2,24 @@
 //!
 //! A slice parameter carries no alignment, so a plain loop over it loads and stores one element
 //! at a time (4 bytes for `f32`, 2 for `f16`), well below what the memory system delivers.
-//! [`WideSlice::update_mine_wide`] splits the output into its 16-byte-aligned chunks and the
-//! unaligned elements at either end, and reads each chunk of the input with one 16-byte load
-//! when the input is aligned like the output (otherwise the whole launch goes element by
-//! element). Chunks and end elements are both handed out grid-stride, so, as with
-//! [`ThreadSlice::iter_mine`], every element is updated exactly once whatever the launch shape,
-//! and since each element goes through the same function either way the results do not depend on
-//! the shape, on the alignment, or on the backend.
+//! [`WideSlice::update_mine_wide`] and [`WideSlice::map_mine_wide`] (one output, read or not)
+//! and [`WideSlice::map_mine_wide_with`] (two outputs) split the outputs into their
+//! 16-byte-aligned chunks and the unaligned elements at either end, and read each chunk of every
+//! input with one 16-byte load when all are aligned like the first output (otherwise the whole
+//! launch goes element by element). Chunks and end elements are both handed out grid-stride, so,
+//! as with [`ThreadSlice::iter_mine`], every element is written exactly once whatever the launch
+//! shape, and since each element goes through the same function either way the results do not
+//! depend on the shape, on the alignment, or on the backend. What the walks read and write lane
+//! by lane (a slice, tuples of them, one or two outputs) is in `wide_lanes`.
 //!
 //! Chunks give threads other elements than `iter_mine` does, so one parameter must not be
-//! updated both ways in a launch. The `#[wide]` kernel-parameter attribute makes that a type rule:
+//! written both ways in a launch. The `#[wide]` kernel-parameter attribute makes that a type rule:
 //! the body sees the output as a [`WideSlice`], which has no other way in.
 
 use crate::index::{ids_run, GridStride};
 use crate::output_saving::before_writing_mapped;
 use crate::thread_slice::ThreadSlice;
+use crate::wide_lanes::{OldValues, WideInputs, WideOutputs};
 use core::marker::PhantomData;
 use core::mem::{align_of, size_of};
 use half::{bf16, f16};
@@ -34,7 +37,7 @@ mod sealed {
     pub trait Sealed {}
 }
 
-/// Element types that [`WideSlice::update_mine_wide`] moves 16 bytes at a time: the
+/// Element types that the walks of [`WideSlice`] move 16 bytes at a time: the
 /// primitive integers and floats up to 8 bytes, `f16` and `bf16`. (Sealed: the library relies on
 /// each type's chunk being exactly `16 / size_of::<Self>()` elements without padding.)
 pub trait WideElement: Copy + sealed::Sealed {
@@ -78,19 +81,19 @@ wide_element!(u8, u16, u32, u64, i8, i16, i32, i64, f32, f64, f16, bf16);
 /// chunks, then `tail` elements. Depends on the addresses and the length only, so every thread of
 /// the launch computes the same cut.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-struct Cut {
-    head: usize,
-    chunks: usize,
-    tail: usize,
+pub(crate) struct Cut {
+    pub(crate) head: usize,
+    pub(crate) chunks: usize,
+    pub(crate) tail: usize,
 }
 
 impl Cut {
-    /// The cut of an output at `out` read together with an input at `input` (both of `len`
-    /// elements of `size` bytes, each aligned to its size): chunks only where both sit at the same
-    /// offset from a 16-byte boundary, else everything is `head`.
+    /// The cut of `len` elements of `size` bytes (each aligned to its size) at address `out`,
+    /// walked together with other slices: chunks only if every one of them sits at the same
+    /// offset from a 16-byte boundary (`alike`), else everything is `head`.
     #[inline(always)]
-    fn of(out: usize, input: usize, len: usize, size: usize) -> Cut {
-        if out % WIDE_BYTES != input % WIDE_BYTES {
+    pub(crate) fn of(out: usize, alike: bool, len: usize, size: usize) -> Cut {
+        if !alike {
             return Cut {
                 head: len,
                 chunks: 0,
@@ -108,9 +111,30 @@ impl Cut {
     }
 }
 
-/// A kernel's `#[wide] out: &mut [T]` parameter as the body sees it: an output updated 16 bytes
-/// per access by [`update_mine_wide`](Self::update_mine_wide), whose ownership of chunks is the
-/// only one the launch uses for this parameter (so no thread writes an element that another
+/// Names to the host backend's output saving the elements of the output at `out` that this
+/// thread's `chunks` and `ends` (the head and tail numbered one after the other) of `cut` hold.
+#[inline(always)]
+pub(crate) fn save_cut<T>(out: *mut T, chunks: &GridStride, ends: &GridStride, cut: Cut) {
+    let lanes = WIDE_BYTES / size_of::<T>();
+    let (head, tail_start) = (cut.head, cut.head + cut.chunks * lanes);
+    before_writing_mapped(out, chunks, |a, b, save| {
+        save(head + a * lanes, head + b * lanes)
+    });
+    // End number j is element j in the head, element `tail_start + j - head` in the tail.
+    before_writing_mapped(out, ends, |a, b, save| {
+        if a < head {
+            save(a, b.min(head));
+        }
+        if b > head {
+            save(tail_start + a.max(head) - head, tail_start + b - head);
+        }
+    });
+}
+
+/// A kernel's `#[wide] out: &mut [T]` parameter as the body sees it: an output written 16 bytes
+/// per access by [`update_mine_wide`](Self::update_mine_wide), [`map_mine_wide`](Self::map_mine_wide)
+/// or [`map_mine_wide_with`](Self::map_mine_wide_with), whose ownership of chunks is the only one
+/// the launch uses for this parameter (so no thread writes an element that another
 /// thread reaches by a different rule).
 pub struct WideSlice<'a, T> {
     ptr: *mut T,
@@ -157,6 +181,12 @@ impl<'a, T> WideSlice<'a, T> {
     pub fn is_empty(&self) -> bool {
         self.len == 0
     }
+
+    /// The first element's address.
+    #[inline(always)]
+    pub(crate) fn raw_ptr(&self) -> *mut T {
+        self.ptr
+    }
 }
 
 impl<'a, T: WideElement> WideSlice<'a, T> {
@@ -176,83 +206,114 @@ impl<'a, T: WideElement> WideSlice<'a, T> {
     #[inline(always)]
     #[track_caller]
     pub fn update_mine_wide<U: WideElement>(&mut self, input: &[U], f: impl Fn(T, U) -> T) {
-        const {
-            assert!(
-                size_of::<T>() == size_of::<U>(),
-                "update_mine_wide: input and output elements must have the same size"
-            )
+        let old = OldValues {
+            ptr: self.ptr,
+            len: self.len,
         };
-        let len = self.len();
-        let paired = len.min(input.len());
-        let out = self.ptr;
-        let cut = Cut::of(
-            out as usize,
-            input.as_ptr() as usize,
-            paired,
-            size_of::<T>(),
-        );
-        let lanes = WIDE_BYTES / size_of::<T>();
-        let (chunks, ends) = (GridStride::mine(cut.chunks, 0), cut.head + cut.tail);
-        let end_indices = GridStride::mine(ends, 0);
-        before_writing_mapped(out, &chunks, |a, b, save| {
-            save(cut.head + a * lanes, cut.head + b * lanes)
-        });
-        // End number j is element j in the head, element `paired - ends + j` in the tail.
-        before_writing_mapped(out, &end_indices, |a, b, save| {
-            if a < cut.head {
-                save(a, b.min(cut.head));
+        walk_mine(self, (old, input), |(y, x)| f(y, x));
+    }
+
+    /// `self[i] = f(inputs[i])` for every element `i` this thread owns, 16 bytes at a time as in
+    /// [`update_mine_wide`](Self::update_mine_wide) (the output is written, not read). `inputs`
+    /// is a slice, whose element `f` receives, or a tuple of slices, whose tuple of elements it
+    /// receives: `y.map_mine_wide((a, b), |(a, b)| a * b)`. Each input's chunk is one 16-byte
+    /// load; chunks are used only when every input is aligned like the output, else the launch
+    /// goes element by element, with the same results.
+    ///
+    /// # Panics
+    /// If an input is shorter than the output, as [`update_mine_wide`](Self::update_mine_wide).
+    /// At compile time, if the inputs' elements and the output's differ in size.
+    #[inline(always)]
+    #[track_caller]
+    pub fn map_mine_wide<I: WideInputs>(&mut self, inputs: I, f: impl Fn(I::Elements) -> T) {
+        walk_mine(self, inputs, f);
+    }
+
+    /// `(self[i], other[i]) = f(inputs[i])` for every index `i` this thread owns below the
+    /// shorter output's length: [`map_mine_wide`](Self::map_mine_wide) with two outputs, each
+    /// chunk of each written with one 16-byte store. Chunks are used only when both outputs and
+    /// every input are aligned alike.
+    ///
+    /// # Panics
+    /// As [`map_mine_wide`](Self::map_mine_wide), against the shorter output's length.
+    #[inline(always)]
+    #[track_caller]
+    pub fn map_mine_wide_with<U: WideElement, I: WideInputs>(
+        &mut self,
+        other: &mut WideSlice<'_, U>,
+        inputs: I,
+        f: impl Fn(I::Elements) -> (T, U),
+    ) {
+        walk_mine((self, other), inputs, f);
+    }
+}
+
+/// `outputs[i] = f(inputs[i])` for every index `i` this thread owns: the walk behind the
+/// methods above.
+#[inline(always)]
+#[track_caller]
+fn walk_mine<O: WideOutputs, I: WideInputs>(
+    mut outputs: O,
+    inputs: I,
+    f: impl Fn(I::Elements) -> O::Values,
+) {
+    const {
+        assert!(
+            O::ELEMENT_SIZE == I::ELEMENT_SIZE,
+            "wide walks: the inputs' and the outputs' elements must have the same size"
+        )
+    };
+    let size = O::ELEMENT_SIZE;
+    let len = outputs.shortest_len();
+    let paired = len.min(inputs.shortest_len());
+    let out = outputs.address();
+    let alike = (outputs.differing_bits(out) | inputs.differing_bits(out)) % WIDE_BYTES == 0;
+    let cut = Cut::of(out, alike, paired, size);
+    let lanes = WIDE_BYTES / size;
+    let (chunks, ends) = (GridStride::mine(cut.chunks, 0), cut.head + cut.tail);
+    let end_indices = GridStride::mine(ends, 0);
+    outputs.before_writing(&chunks, &end_indices, cut);
+    for c in chunks {
+        let at = cut.head + c * lanes;
+        // SAFETY: elements at..at+lanes lie within every slice (at + lanes <= head + chunks *
+        // lanes <= paired); `at` is 16-byte aligned in the first output (head reaches the first
+        // boundary) and so in every slice (same offset from a boundary). Chunk c is this
+        // thread's alone (c ≡ global_id mod global_threads) and the ends below hold no chunk
+        // element, so no other thread touches these elements.
+        unsafe {
+            let xs = inputs.load_chunks(at);
+            let mut ys = O::new_chunks();
+            for k in 0..lanes {
+                O::set_lane(&mut ys, k, f(I::lane(&xs, k)));
             }
-            if b > cut.head {
-                save(paired - ends + a.max(cut.head), paired - ends + b);
-            }
-        });
-        for c in chunks {
-            let at = cut.head + c * lanes;
-            // SAFETY: elements at..at+lanes lie within both slices (at + lanes <= head + chunks *
-            // lanes <= paired); `at` is 16-byte aligned in the output (head reaches the first
-            // boundary) and so in the input (same offset from a boundary), so each chunk pointer
-            // is aligned for its 16-aligned, 16-byte Chunk type of `lanes` elements. Chunk c is
-            // this thread's alone (c ≡ global_id mod global_threads) and the ends below hold no
-            // chunk element, so no other thread touches these elements.
-            unsafe {
-                let y = out.add(at) as *mut T::Chunk;
-                let x = input.as_ptr().add(at) as *const U::Chunk;
-                let (mut ys, xs) = (y.read(), x.read());
-                for (y, x) in ys.as_mut().iter_mut().zip(xs.as_ref()) {
-                    *y = f(*y, *x);
-                }
-                y.write(ys);
-            }
+            outputs.store_chunks(at, ys);
         }
-        // The head and tail, numbered one after the other and shared out grid-stride too: a
-        // launch of fewer threads than end elements must still reach all of them.
-        for j in end_indices {
-            let i = if j < cut.head { j } else { paired - ends + j };
-            // SAFETY: i < paired, within both slices; end element j (hence i) is this thread's
-            // alone and no chunk contains it.
-            unsafe {
-                let y = out.add(i);
-                y.write(f(y.read(), *input.get_unchecked(i)));
-            }
-        }
-        // Output elements past the end of a shorter input: the threads that own them in
-        // `iter_mine`'s order (i ≡ global_id mod global_threads) panic, as its loop would: the
-        // first of this call's threads that owns one.
-        if len > paired {
-            let (first, end, stride) = ids_run();
-            // Counted from `end - first`, which folds to 1 on GPUs (`end` is `first + 1`).
-            for id in (0..end - first).map(|k| first + k) {
-                let past = if id >= paired {
-                    id
-                } else {
-                    id + (paired - id).div_ceil(stride) * stride
-                };
-                if past < len {
-                    panic!(
-                        "index out of bounds: the len is {} but the index is {}",
-                        paired, past
-                    );
-                }
+    }
+    // The head and tail, numbered one after the other and shared out grid-stride too: a
+    // launch of fewer threads than end elements must still reach all of them.
+    for j in end_indices {
+        let i = if j < cut.head { j } else { paired - ends + j };
+        // SAFETY: i < paired, within every slice; end element j (hence i) is this thread's
+        // alone and no chunk contains it.
+        unsafe { outputs.store(i, f(inputs.load(i))) };
+    }
+    // Output elements past the end of a shorter input: the threads that own them in
+    // `iter_mine`'s order (i ≡ global_id mod global_threads) panic, as its loop would: the
+    // first of this call's threads that owns one.
+    if len > paired {
+        let (first, end, stride) = ids_run();
+        // Counted from `end - first`, which folds to 1 on GPUs (`end` is `first + 1`).
+        for id in (0..end - first).map(|k| first + k) {
+            let past = if id >= paired {
+                id
+            } else {
+                id + (paired - id).div_ceil(stride) * stride
+            };
+            if past < len {
+                panic!(
+                    "index out of bounds: the len is {} but the index is {}",
+                    paired, past
+                );
             }
         }
     }
@@ -263,11 +324,12 @@ mod tests {
     use super::*;
     use crate::index::host_context::{with_thread, ThreadContext};
     use crate::Dim3;
+    use std::format;
     use std::vec::Vec;
 
-    /// Runs `update_mine_wide` as each thread of a one-block launch of `threads` threads in turn
-    /// (also under Miri, which checks the chunk pointers' alignment and bounds).
-    fn launch(threads: u32, x: &[u16], y: &mut [u16]) {
+    /// Runs `body` as each thread of a one-block launch of `threads` threads in turn (also
+    /// under Miri, which checks the chunk pointers' alignment and bounds).
+    fn as_threads(threads: u32, mut body: impl FnMut()) {
         for t in 0..threads {
             let ctx = ThreadContext {
                 thread_idx: Dim3::new(t, 0, 0),
@@ -276,12 +338,36 @@ mod tests {
                 grid_dim: Dim3::new(1, 1, 1),
                 warp_size: 32,
             };
-            with_thread(ctx, || {
-                // SAFETY: y is borrowed mutably for the call, and the threads run one by one.
-                let mut out = unsafe { WideSlice::from_raw_parts(y.as_mut_ptr(), y.len()) };
-                out.update_mine_wide(x, |y, x| y.wrapping_add(x));
-            });
+            with_thread(ctx, &mut body);
         }
+    }
+
+    /// `update_mine_wide` as every thread of the launch.
+    fn launch(threads: u32, x: &[u16], y: &mut [u16]) {
+        as_threads(threads, || {
+            // SAFETY: y is borrowed mutably for the call, and the threads run one by one.
+            let mut out = unsafe { WideSlice::from_raw_parts(y.as_mut_ptr(), y.len()) };
+            out.update_mine_wide(x, |y, x| y.wrapping_add(x));
+        });
+    }
+
+    /// 16-byte-aligned storage, so that the tests choose each slice's offset from a boundary.
+    #[repr(C, align(16))]
+    struct Aligned<T>([T; 24]);
+
+    /// `map_mine_wide_with` as every thread of the launch: `e[i] = a[i] + b[i]` and
+    /// `p[i] = (b[i] * c[i]) as f32`, with the inputs as a nested tuple.
+    fn launch_two(threads: u32, (a, b, c): (&[u32], &[u32], &[u32]), e: &mut [u32], p: &mut [f32]) {
+        as_threads(threads, || {
+            // SAFETY: e and p are borrowed mutably for the call, and the threads run one by one.
+            let (mut e, mut p) = unsafe {
+                (
+                    WideSlice::from_raw_parts(e.as_mut_ptr(), e.len()),
+                    WideSlice::from_raw_parts(p.as_mut_ptr(), p.len()),
+                )
+            };
+            e.map_mine_wide_with(&mut p, (a, (b, c)), |(a, (b, c))| (a + b, (b * c) as f32));
+        });
     }
 
     #[test]
@@ -318,11 +404,122 @@ mod tests {
     }
 
     #[test]
+    fn two_outputs_get_every_element_once_for_any_lengths_offsets_and_thread_count() {
+        let a = Aligned(core::array::from_fn(|i| 1 + i as u32));
+        let b = Aligned(core::array::from_fn(|i| 100 + i as u32));
+        let c = Aligned(core::array::from_fn(|i| 1000 + i as u32));
+        // Lengths 0..=9 with 4 lanes: no chunk, one, two, with and without a head and a tail;
+        // offsets 0..4: every phase; the second output or an input one element off the first
+        // output's phase: element by element.
+        for threads in [1, 3, 8] {
+            for len in 0..=9 {
+                for e_at in 0..4 {
+                    for (p_at, in_at, b_at) in [
+                        (e_at, e_at, e_at),
+                        (e_at + 4, e_at + 8, e_at),
+                        (e_at + 1, e_at, e_at),
+                        (e_at, e_at + 1, e_at),
+                        (e_at, e_at, e_at + 3),
+                    ] {
+                        let (mut e, mut p) = (Aligned([u32::MAX; 24]), Aligned([-1.0f32; 24]));
+                        launch_two(
+                            threads,
+                            (
+                                &a.0[in_at..in_at + len],
+                                &b.0[b_at..b_at + len + 1],
+                                &c.0[in_at..],
+                            ),
+                            &mut e.0[e_at..e_at + len],
+                            &mut p.0[p_at..p_at + len],
+                        );
+                        let at = format!(
+                            "{threads} threads, len {len}, +{e_at} +{p_at} +{in_at} +{b_at}"
+                        );
+                        for j in 0..24usize {
+                            let want_e = match j.checked_sub(e_at) {
+                                Some(i) if i < len => a.0[in_at + i] + b.0[b_at + i],
+                                _ => u32::MAX,
+                            };
+                            let want_p = match j.checked_sub(p_at) {
+                                Some(i) if i < len => (b.0[b_at + i] * c.0[in_at + i]) as f32,
+                                _ => -1.0,
+                            };
+                            assert_eq!((e.0[j], p.0[j]), (want_e, want_p), "{at}: {j}");
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn two_outputs_stop_at_the_shorter_one() {
+        let x = Aligned(core::array::from_fn(|i| i as u32));
+        let (mut e, mut p) = (Aligned([0u32; 24]), Aligned([0u32; 24]));
+        as_threads(3, || {
+            // SAFETY: e and p are borrowed mutably for the call, and the threads run one by one.
+            let (mut e, mut p) = unsafe {
+                (
+                    WideSlice::from_raw_parts(e.0.as_mut_ptr(), 9),
+                    WideSlice::from_raw_parts(p.0.as_mut_ptr(), 14),
+                )
+            };
+            e.map_mine_wide_with(&mut p, &x.0[..], |x| (x + 1, x + 2));
+        });
+        let want = |k: u32, n: usize| -> Vec<u32> {
+            (0..24)
+                .map(|i| if i < n { i as u32 + k } else { 0 })
+                .collect()
+        };
+        assert_eq!((e.0.to_vec(), p.0.to_vec()), (want(1, 9), want(2, 9)));
+    }
+
+    #[test]
+    // Thread 0 of 2 owns elements 0, 2, 4 in `iter_mine`'s order: it panics first, at 4, the
+    // shorter input's length deciding.
+    #[should_panic(expected = "index out of bounds: the len is 3 but the index is 4")]
+    fn a_shorter_input_of_two_outputs_panics_where_the_plain_loop_would() {
+        let (mut e, mut p) = ([0u32; 5], [0u32; 5]);
+        as_threads(2, || {
+            // SAFETY: e and p are borrowed mutably for the call, and the threads run one by one.
+            let (mut e, mut p) = unsafe {
+                (
+                    WideSlice::from_raw_parts(e.as_mut_ptr(), 5),
+                    WideSlice::from_raw_parts(p.as_mut_ptr(), 5),
+                )
+            };
+            e.map_mine_wide_with(&mut p, (&[1u32; 5][..], &[2u32; 3][..]), |(x, y)| (x, y));
+        });
+    }
+
+    #[test]
+    fn one_output_from_one_input_equals_the_plain_loop() {
+        let x = Aligned(core::array::from_fn(|i| i as u16 * 3));
+        for (out_at, len) in [(0, 24), (1, 23), (5, 9), (2, 0)] {
+            let mut y = Aligned([7u16; 24]);
+            as_threads(3, || {
+                // SAFETY: y is borrowed mutably for the call, and the threads run one by one.
+                let mut out =
+                    unsafe { WideSlice::from_raw_parts(y.0.as_mut_ptr().add(out_at), len) };
+                out.map_mine_wide(&x.0[out_at..], |x| x ^ 0x55);
+            });
+            for (i, &v) in y.0.iter().enumerate() {
+                let want = if (out_at..out_at + len).contains(&i) {
+                    x.0[i] ^ 0x55
+                } else {
+                    7
+                };
+                assert_eq!(v, want, "+{out_at}, len {len}: {i}");
+            }
+        }
+    }
+
+    #[test]
     fn cut_covers_every_element_once() {
         for out in (0..64).step_by(4) {
             for input in (0..64).step_by(4) {
                 for len in 0..40 {
-                    let cut = Cut::of(out, input, len, 4);
+                    let cut = Cut::of(out, out % 16 == input % 16, len, 4);
                     assert_eq!(cut.head + cut.chunks * 4 + cut.tail, len);
                     if out % 16 == input % 16 {
                         assert!(cut.tail < 4);
@@ -336,7 +533,7 @@ mod tests {
             }
         }
         assert_eq!(
-            Cut::of(4, 20, 10, 4),
+            Cut::of(4, true, 10, 4),
             Cut {
                 head: 3,
                 chunks: 1,
@@ -344,7 +541,7 @@ mod tests {
             }
         );
         assert_eq!(
-            Cut::of(32, 0, 17, 2),
+            Cut::of(32, true, 17, 2),
             Cut {
                 head: 0,
                 chunks: 2,

@@ -1,0 +1,376 @@
+//! What the 16-byte walks of [`WideSlice`] read and write, lane by lane: the inputs of
+//! [`WideSlice::map_mine_wide`] (a slice, or a tuple of them, nested at will) and the one or two
+//! outputs they write.
+//!
+//! Each read or written slice gives its elements at an index either one at a time or as the
+//! 16-byte chunk starting there, one vector access per slice; a tuple does the same for each of
+//! its members and hands the caller's function one tuple of elements per lane. Every member must
+//! have elements of one size, so that a chunk of each covers the same indices.
+
+use crate::index::GridStride;
+use crate::wide::{save_cut, Cut, WideElement, WideSlice};
+use core::mem::size_of;
+
+mod sealed {
+    pub trait Sealed {}
+}
+
+/// The inputs of an element-wise walk in 16-byte chunks ([`WideSlice::map_mine_wide`]): a
+/// `&[T]` of a [`WideElement`], whose element is a `T`, or a tuple of up to eight inputs, whose
+/// element is the tuple of theirs (`(&[f32], &[f32])` gives `(f32, f32)`). All their elements
+/// must have one size. (Sealed: the walk relies on each chunk load reading exactly the 16 bytes
+/// at its index.)
+pub trait WideInputs: sealed::Sealed {
+    /// What the walk hands the function for one index.
+    type Elements;
+    /// Bytes of each element (the same in every member).
+    #[doc(hidden)]
+    const ELEMENT_SIZE: usize;
+    /// The 16-byte chunks of every member at one index.
+    #[doc(hidden)]
+    type Chunks;
+    /// The shortest member's length.
+    #[doc(hidden)]
+    fn shortest_len(&self) -> usize;
+    /// The bits in which some member's address differs from `address` (their xors, or-ed): a
+    /// multiple of 16 if every member sits at `address`'s offset from a 16-byte boundary.
+    #[doc(hidden)]
+    fn differing_bits(&self, address: usize) -> usize;
+    /// Every member's chunk at element `at`.
+    ///
+    /// # Safety
+    /// `at..at + 16 / ELEMENT_SIZE` lies within every member, and `at` is 16-byte aligned in
+    /// each of them.
+    #[doc(hidden)]
+    unsafe fn load_chunks(&self, at: usize) -> Self::Chunks;
+    /// Lane `k` of the chunks (`k < 16 / ELEMENT_SIZE`).
+    #[doc(hidden)]
+    fn lane(chunks: &Self::Chunks, k: usize) -> Self::Elements;
+    /// Every member's element `i`.
+    ///
+    /// # Safety
+    /// `i` is below [`shortest_len`](Self::shortest_len).
+    #[doc(hidden)]
+    unsafe fn load(&self, i: usize) -> Self::Elements;
+}
+
+impl<T: WideElement> sealed::Sealed for &[T] {}
+
+impl<T: WideElement> WideInputs for &[T] {
+    type Elements = T;
+    const ELEMENT_SIZE: usize = size_of::<T>();
+    type Chunks = T::Chunk;
+
+    #[inline(always)]
+    fn shortest_len(&self) -> usize {
+        <[T]>::len(self)
+    }
+
+    #[inline(always)]
+    fn differing_bits(&self, address: usize) -> usize {
+        self.as_ptr() as usize ^ address
+    }
+
+    #[inline(always)]
+    unsafe fn load_chunks(&self, at: usize) -> T::Chunk {
+        // SAFETY: per the contract, the chunk's elements lie within the slice and its first is
+        // aligned for the 16-aligned, 16-byte Chunk type.
+        unsafe { (self.as_ptr().add(at) as *const T::Chunk).read() }
+    }
+
+    #[inline(always)]
+    fn lane(chunks: &T::Chunk, k: usize) -> T {
+        chunks.as_ref()[k]
+    }
+
+    #[inline(always)]
+    unsafe fn load(&self, i: usize) -> T {
+        // SAFETY: i < len, per the contract.
+        unsafe { *self.get_unchecked(i) }
+    }
+}
+
+/// The element size that every member of a tuple has (a compile-time error otherwise).
+const fn one_size(sizes: &[usize]) -> usize {
+    let mut k = 1;
+    while k < sizes.len() {
+        assert!(
+            sizes[k] == sizes[0],
+            "wide walks: every input and output must have elements of one size"
+        );
+        k += 1;
+    }
+    sizes[0]
+}
+
+macro_rules! tuple_inputs {
+    ($($member:ident $k:tt),+) => {
+        impl<$($member: WideInputs),+> sealed::Sealed for ($($member,)+) {}
+
+        impl<$($member: WideInputs),+> WideInputs for ($($member,)+) {
+            type Elements = ($($member::Elements,)+);
+            const ELEMENT_SIZE: usize = one_size(&[$($member::ELEMENT_SIZE),+]);
+            type Chunks = ($($member::Chunks,)+);
+
+            #[inline(always)]
+            fn shortest_len(&self) -> usize {
+                usize::MAX $(.min(self.$k.shortest_len()))+
+            }
+
+            #[inline(always)]
+            fn differing_bits(&self, address: usize) -> usize {
+                0 $(| self.$k.differing_bits(address))+
+            }
+
+            #[inline(always)]
+            unsafe fn load_chunks(&self, at: usize) -> Self::Chunks {
+                // SAFETY: the contract holds for every member.
+                unsafe { ($(self.$k.load_chunks(at),)+) }
+            }
+
+            #[inline(always)]
+            fn lane(chunks: &Self::Chunks, k: usize) -> Self::Elements {
+                ($($member::lane(&chunks.$k, k),)+)
+            }
+
+            #[inline(always)]
+            unsafe fn load(&self, i: usize) -> Self::Elements {
+                // SAFETY: i is below every member's length.
+                unsafe { ($(self.$k.load(i),)+) }
+            }
+        }
+    };
+}
+tuple_inputs!(A 0);
+tuple_inputs!(A 0, B 1);
+tuple_inputs!(A 0, B 1, C 2);
+tuple_inputs!(A 0, B 1, C 2, D 3);
+tuple_inputs!(A 0, B 1, C 2, D 3, E 4);
+tuple_inputs!(A 0, B 1, C 2, D 3, E 4, F 5);
+tuple_inputs!(A 0, B 1, C 2, D 3, E 4, F 5, G 6);
+tuple_inputs!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7);
+
+/// A [`WideSlice`]'s own elements read as an input, through its raw pointer (not a shared slice:
+/// the walk writes them), for [`WideSlice::update_mine_wide`].
+#[derive(Clone, Copy)]
+pub(crate) struct OldValues<T> {
+    pub(crate) ptr: *const T,
+    pub(crate) len: usize,
+}
+
+impl<T> sealed::Sealed for OldValues<T> {}
+
+impl<T: WideElement> WideInputs for OldValues<T> {
+    type Elements = T;
+    const ELEMENT_SIZE: usize = size_of::<T>();
+    type Chunks = T::Chunk;
+
+    #[inline(always)]
+    fn shortest_len(&self) -> usize {
+        self.len
+    }
+
+    #[inline(always)]
+    fn differing_bits(&self, address: usize) -> usize {
+        self.ptr as usize ^ address
+    }
+
+    #[inline(always)]
+    unsafe fn load_chunks(&self, at: usize) -> T::Chunk {
+        // SAFETY: as for slices; the walk writes the chunk only after reading it.
+        unsafe { (self.ptr.add(at) as *const T::Chunk).read() }
+    }
+
+    #[inline(always)]
+    fn lane(chunks: &T::Chunk, k: usize) -> T {
+        chunks.as_ref()[k]
+    }
+
+    #[inline(always)]
+    unsafe fn load(&self, i: usize) -> T {
+        // SAFETY: i < len, per the contract.
+        unsafe { self.ptr.add(i).read() }
+    }
+}
+
+/// The outputs of a wide walk: one [`WideSlice`] or a pair of them, written a chunk or an
+/// element at a time with what the function returned for each index.
+pub(crate) trait WideOutputs {
+    /// What the function returns for one index.
+    type Values;
+    /// Bytes of each element (the same in every member).
+    const ELEMENT_SIZE: usize;
+    /// The 16-byte chunks of every member at one index, being filled.
+    type Chunks;
+    /// The shortest member's length.
+    fn shortest_len(&self) -> usize;
+    /// The first member's address, which the walk's cut follows.
+    fn address(&self) -> usize;
+    /// As [`WideInputs::differing_bits`].
+    fn differing_bits(&self, address: usize) -> usize;
+    /// Names to the host backend's output saving the elements that this thread's `chunks` and
+    /// `ends` of `cut` will write in every member (`save_cut`).
+    fn before_writing(&self, chunks: &GridStride, ends: &GridStride, cut: Cut);
+    /// Chunks to fill lane by lane (every lane is set before they are stored).
+    fn new_chunks() -> Self::Chunks;
+    /// Lane `k` of the chunks becomes `values`.
+    fn set_lane(chunks: &mut Self::Chunks, k: usize, values: Self::Values);
+    /// Every member's chunk at element `at` becomes `chunks`.
+    ///
+    /// # Safety
+    /// As [`WideInputs::load_chunks`], and no other thread reaches these elements.
+    unsafe fn store_chunks(&mut self, at: usize, chunks: Self::Chunks);
+    /// Every member's element `i` becomes `values`.
+    ///
+    /// # Safety
+    /// `i` is below [`shortest_len`](Self::shortest_len), and no other thread reaches this element.
+    unsafe fn store(&mut self, i: usize, values: Self::Values);
+}
+
+impl<T: WideElement> WideOutputs for &mut WideSlice<'_, T> {
+    type Values = T;
+    const ELEMENT_SIZE: usize = size_of::<T>();
+    type Chunks = T::Chunk;
+
+    #[inline(always)]
+    fn shortest_len(&self) -> usize {
+        WideSlice::len(self)
+    }
+
+    #[inline(always)]
+    fn address(&self) -> usize {
+        self.raw_ptr() as usize
+    }
+
+    #[inline(always)]
+    fn differing_bits(&self, address: usize) -> usize {
+        self.address() ^ address
+    }
+
+    #[inline(always)]
+    fn before_writing(&self, chunks: &GridStride, ends: &GridStride, cut: Cut) {
+        save_cut(self.raw_ptr(), chunks, ends, cut);
+    }
+
+    #[inline(always)]
+    fn new_chunks() -> T::Chunk {
+        // SAFETY: every `WideElement` (integers, floats, f16, bf16) is valid as all zero bits.
+        unsafe { core::mem::zeroed() }
+    }
+
+    #[inline(always)]
+    fn set_lane(chunks: &mut T::Chunk, k: usize, value: T) {
+        chunks.as_mut()[k] = value;
+    }
+
+    #[inline(always)]
+    unsafe fn store_chunks(&mut self, at: usize, chunks: T::Chunk) {
+        // SAFETY: per the contract.
+        unsafe { (self.raw_ptr().add(at) as *mut T::Chunk).write(chunks) }
+    }
+
+    #[inline(always)]
+    unsafe fn store(&mut self, i: usize, value: T) {
+        // SAFETY: per the contract.
+        unsafe { self.raw_ptr().add(i).write(value) }
+    }
+}
+
+impl<A: WideOutputs, B: WideOutputs> WideOutputs for (A, B) {
+    type Values = (A::Values, B::Values);
+    const ELEMENT_SIZE: usize = one_size(&[A::ELEMENT_SIZE, B::ELEMENT_SIZE]);
+    type Chunks = (A::Chunks, B::Chunks);
+
+    #[inline(always)]
+    fn shortest_len(&self) -> usize {
+        self.0.shortest_len().min(self.1.shortest_len())
+    }
+
+    #[inline(always)]
+    fn address(&self) -> usize {
+        self.0.address()
+    }
+
+    #[inline(always)]
+    fn differing_bits(&self, address: usize) -> usize {
+        self.0.differing_bits(address) | self.1.differing_bits(address)
+    }
+
+    #[inline(always)]
+    fn before_writing(&self, chunks: &GridStride, ends: &GridStride, cut: Cut) {
+        self.0.before_writing(chunks, ends, cut);
+        self.1.before_writing(chunks, ends, cut);
+    }
+
+    #[inline(always)]
+    fn new_chunks() -> Self::Chunks {
+        (A::new_chunks(), B::new_chunks())
+    }
+
+    #[inline(always)]
+    fn set_lane(chunks: &mut Self::Chunks, k: usize, values: Self::Values) {
+        A::set_lane(&mut chunks.0, k, values.0);
+        B::set_lane(&mut chunks.1, k, values.1);
+    }
+
+    #[inline(always)]
+    unsafe fn store_chunks(&mut self, at: usize, chunks: Self::Chunks) {
+        // SAFETY: the contract holds for both members.
+        unsafe {
+            self.0.store_chunks(at, chunks.0);
+            self.1.store_chunks(at, chunks.1);
+        }
+    }
+
+    #[inline(always)]
+    unsafe fn store(&mut self, i: usize, values: Self::Values) {
+        // SAFETY: the contract holds for both members.
+        unsafe {
+            self.0.store(i, values.0);
+            self.1.store(i, values.1);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[repr(C, align(16))]
+    struct Aligned([u32; 12]);
+
+    #[test]
+    fn tuples_are_as_short_and_as_aligned_as_their_members() {
+        let x = Aligned(core::array::from_fn(|i| i as u32));
+        let (a, b, c) = (&x.0[1..], &x.0[5..12], &x.0[2..]);
+        let inputs = (a, (b, a));
+        assert_eq!(inputs.shortest_len(), 7);
+        // a and b both start 4 bytes past a boundary, c 8.
+        let base = x.0.as_ptr() as usize;
+        assert_eq!(inputs.differing_bits(base + 4) % 16, 0);
+        assert_ne!(inputs.differing_bits(base) % 16, 0);
+        assert_ne!((a, c).differing_bits(base + 4) % 16, 0);
+        assert_ne!((c, a).differing_bits(base + 8) % 16, 0);
+        // SAFETY: elements 3..7 of each member lie within it and start at a 16-byte boundary of
+        // `x` (its element 4 for a, 8 for b); index 5 is below every length.
+        let (chunks, one) = unsafe { (inputs.load_chunks(3), inputs.load(5)) };
+        assert_eq!(<(&[u32], (&[u32], &[u32]))>::lane(&chunks, 3), (7, (11, 7)));
+        assert_eq!(one, (6, (10, 6)));
+    }
+
+    #[test]
+    fn old_values_read_the_output_itself() {
+        let x = Aligned(core::array::from_fn(|i| 10 * i as u32));
+        let old = OldValues {
+            ptr: x.0[4..].as_ptr(),
+            len: 8,
+        };
+        let base = x.0.as_ptr() as usize;
+        assert_eq!(old.differing_bits(base) % 16, 0);
+        assert_ne!(old.differing_bits(base + 4) % 16, 0);
+        // SAFETY: elements 4..8 of the view lie within it, 16-byte aligned; 7 < len.
+        let (chunks, one) = unsafe { (old.load_chunks(4), old.load(7)) };
+        assert_eq!(OldValues::<u32>::lane(&chunks, 1), 90);
+        assert_eq!(one, 110);
+    }
+}
