@@ -10,8 +10,10 @@
 //!
 //! Threads run on "runners", coroutines that run threads one after the other: a block without
 //! barriers costs one coroutine, its threads plain calls; a thread that suspends keeps its
-//! runner, and the next thread starts on a new one. Stacks are reused across blocks.
+//! runner, and the next thread starts on a new one. Stacks are reused across blocks. A thread
+//! that overflows its stack hits the stack's guard page, which `stack_overflow` reports.
 
+use super::stack_overflow::{self, GpuStack};
 use corosensei::stack::DefaultStack;
 use corosensei::{Coroutine, CoroutineResult, Yielder};
 use offload_kernel::host_block::{with_block, with_suspend, BlockResources, Group};
@@ -32,7 +34,8 @@ pub const DEFAULT_THREAD_STACK: usize = if cfg!(debug_assertions) {
 
 /// Stack size of each GPU thread run by the host backend: `OFFLOAD_HOST_STACK` (bytes), else
 /// [`DEFAULT_THREAD_STACK`]. Kernels with deep call chains or large locals may need more; a
-/// thread that overflows its stack crashes the process (guard page).
+/// thread that overflows its stack aborts the process with a message that says so (on Linux;
+/// elsewhere it crashes without one).
 pub fn thread_stack_bytes() -> usize {
     static BYTES: OnceLock<usize> = OnceLock::new();
     *BYTES.get_or_init(|| {
@@ -48,11 +51,15 @@ std::thread_local! {
     static STACKS: RefCell<Vec<DefaultStack>> = const { RefCell::new(Vec::new()) };
 }
 
-fn take_stack() -> DefaultStack {
-    STACKS.with(|s| s.borrow_mut().pop()).unwrap_or_else(|| {
-        DefaultStack::new(thread_stack_bytes())
+/// A stack for a new runner, and what an overflow report needs to know of it.
+fn take_stack() -> (DefaultStack, GpuStack) {
+    let bytes = thread_stack_bytes();
+    let stack = STACKS.with(|s| s.borrow_mut().pop()).unwrap_or_else(|| {
+        DefaultStack::new(bytes)
             .unwrap_or_else(|e| panic!("no memory for a GPU thread's stack on the host: {e}"))
-    })
+    });
+    let watched = GpuStack::of(&stack, bytes);
+    (stack, watched)
 }
 
 fn return_stack(stack: DefaultStack) {
@@ -66,11 +73,12 @@ type Runner = Coroutine<(), (Group, usize), (), DefaultStack>;
 /// A runner parked while its current thread waits for `group`.
 struct Parked {
     runner: Runner,
+    stack: GpuStack,
     group: Group,
     runnable: bool,
 }
 
-/// Run the threads of block `block_idx` (of a `grid` of `block`-sized blocks, with
+/// Run the threads of block `block_idx` of `kernel` (of a `grid` of `block`-sized blocks, with
 /// `dynamic_shared` bytes of dynamic shared memory, in warps of `warp_size` threads): `thread`
 /// runs one GPU thread, its ids set.
 ///
@@ -78,6 +86,7 @@ struct Parked {
 /// without barriers runs on a single runner, its threads as plain calls one after the other.
 /// When a thread suspends, its runner parks with it and a new runner goes on with the next.
 pub fn run_block(
+    kernel: &'static str,
     block_idx: Dim3,
     grid: Dim3,
     block: Dim3,
@@ -103,6 +112,7 @@ pub fn run_block(
         });
         return;
     }
+    stack_overflow::prepare_thread();
     let next_unstarted = Cell::new(0);
     let runner_body = |yielder: &Yielder<(), (Group, usize)>, ()| {
         let current = Cell::new(0);
@@ -120,21 +130,26 @@ pub fn run_block(
     let mut parked: Vec<Option<Parked>> = (0..count).map(|_| None).collect();
     with_block(&resources, || loop {
         while next_unstarted.get() < count {
+            let (stack, watched) = take_stack();
             // SAFETY: the runner borrows locals of this function; every runner is finished or
             // dropped (unwinding its stack) before they go out of scope.
-            let mut runner = unsafe { Coroutine::with_stack_unchecked(take_stack(), runner_body) };
-            let outcome = runner.resume(());
-            park(&mut parked, runner, outcome);
+            let mut runner = unsafe { Coroutine::with_stack_unchecked(stack, runner_body) };
+            let outcome =
+                stack_overflow::watching(watched, kernel, block_idx, || runner.resume(()));
+            park(&mut parked, runner, watched, outcome);
         }
         for t in 0..count {
             if let Some(Parked {
                 mut runner,
+                stack,
                 runnable: true,
                 ..
             }) = parked[t].take_if(|p| p.runnable)
             {
-                let outcome = with_thread(context(t), || runner.resume(()));
-                park(&mut parked, runner, outcome);
+                let outcome = stack_overflow::watching(stack, kernel, block_idx, || {
+                    with_thread(context(t), || runner.resume(()))
+                });
+                park(&mut parked, runner, stack, outcome);
             }
         }
         if !release(&mut parked, warp_size as usize) {
@@ -147,12 +162,14 @@ pub fn run_block(
 fn park(
     parked: &mut [Option<Parked>],
     runner: Runner,
+    stack: GpuStack,
     outcome: CoroutineResult<(Group, usize), ()>,
 ) {
     match outcome {
         CoroutineResult::Yield((group, t)) => {
             parked[t] = Some(Parked {
                 runner,
+                stack,
                 group,
                 runnable: false,
             })
@@ -234,6 +251,7 @@ mod tests {
             log.lock().unwrap().push((1, t));
         };
         run_block(
+            "test",
             Dim3::new(0, 0, 0),
             Dim3::new(1, 1, 1),
             Dim3::new(70, 1, 1),
@@ -260,6 +278,7 @@ mod tests {
             seen.lock().unwrap()[t as usize] = right;
         };
         run_block(
+            "test",
             Dim3::new(0, 0, 0),
             Dim3::new(1, 1, 1),
             Dim3::new(40, 1, 1),
@@ -287,6 +306,7 @@ mod tests {
             seen.lock().unwrap()[t as usize] = right;
         };
         run_block(
+            "test",
             Dim3::new(0, 0, 0),
             Dim3::new(1, 1, 1),
             Dim3::new(80, 1, 1),
@@ -313,6 +333,7 @@ mod tests {
             *after.lock().unwrap() += 1;
         };
         run_block(
+            "test",
             Dim3::new(0, 0, 0),
             Dim3::new(1, 1, 1),
             Dim3::new(64, 1, 1),
@@ -335,6 +356,7 @@ mod tests {
         };
         let panic = std::panic::catch_unwind(|| {
             run_block(
+                "test",
                 Dim3::new(0, 0, 0),
                 Dim3::new(1, 1, 1),
                 Dim3::new(32, 1, 1),
