@@ -13,7 +13,7 @@
 //! runner, and the next thread starts on a new one. Stacks are reused across blocks. A thread
 //! that overflows its stack hits the stack's guard page, which `stack_overflow` reports.
 
-use super::stack_overflow::{self, GpuStack};
+use super::stack_overflow::{self, GuardPage};
 use corosensei::stack::DefaultStack;
 use corosensei::{Coroutine, CoroutineResult, Yielder};
 use offload_kernel::host_block::{with_block, with_suspend, BlockResources, Group};
@@ -51,15 +51,11 @@ std::thread_local! {
     static STACKS: RefCell<Vec<DefaultStack>> = const { RefCell::new(Vec::new()) };
 }
 
-/// A stack for a new runner, and what an overflow report needs to know of it.
-fn take_stack() -> (DefaultStack, GpuStack) {
-    let bytes = thread_stack_bytes();
-    let stack = STACKS.with(|s| s.borrow_mut().pop()).unwrap_or_else(|| {
-        DefaultStack::new(bytes)
+fn take_stack() -> DefaultStack {
+    STACKS.with(|s| s.borrow_mut().pop()).unwrap_or_else(|| {
+        DefaultStack::new(thread_stack_bytes())
             .unwrap_or_else(|e| panic!("no memory for a GPU thread's stack on the host: {e}"))
-    });
-    let watched = GpuStack::of(&stack, bytes);
-    (stack, watched)
+    })
 }
 
 fn return_stack(stack: DefaultStack) {
@@ -73,7 +69,7 @@ type Runner = Coroutine<(), (Group, usize), (), DefaultStack>;
 /// A runner parked while its current thread waits for `group`.
 struct Parked {
     runner: Runner,
-    stack: GpuStack,
+    guard: GuardPage,
     group: Group,
     runnable: bool,
 }
@@ -112,7 +108,6 @@ pub fn run_block(
         });
         return;
     }
-    stack_overflow::prepare_thread();
     let next_unstarted = Cell::new(0);
     let runner_body = |yielder: &Yielder<(), (Group, usize)>, ()| {
         let current = Cell::new(0);
@@ -128,33 +123,36 @@ pub fn run_block(
         })
     };
     let mut parked: Vec<Option<Parked>> = (0..count).map(|_| None).collect();
-    with_block(&resources, || loop {
+    let run = || loop {
         while next_unstarted.get() < count {
-            let (stack, watched) = take_stack();
+            let stack = take_stack();
+            let guard = GuardPage::of(&stack);
             // SAFETY: the runner borrows locals of this function; every runner is finished or
             // dropped (unwinding its stack) before they go out of scope.
             let mut runner = unsafe { Coroutine::with_stack_unchecked(stack, runner_body) };
-            let outcome =
-                stack_overflow::watching(watched, kernel, block_idx, || runner.resume(()));
-            park(&mut parked, runner, watched, outcome);
+            let outcome = stack_overflow::on_stack(guard, || runner.resume(()));
+            park(&mut parked, runner, guard, outcome);
         }
         for t in 0..count {
             if let Some(Parked {
                 mut runner,
-                stack,
+                guard,
                 runnable: true,
                 ..
             }) = parked[t].take_if(|p| p.runnable)
             {
-                let outcome = stack_overflow::watching(stack, kernel, block_idx, || {
+                let outcome = stack_overflow::on_stack(guard, || {
                     with_thread(context(t), || runner.resume(()))
                 });
-                park(&mut parked, runner, stack, outcome);
+                park(&mut parked, runner, guard, outcome);
             }
         }
         if !release(&mut parked, warp_size as usize) {
             break;
         }
+    };
+    stack_overflow::running_block(kernel, block_idx, thread_stack_bytes(), || {
+        with_block(&resources, run)
     });
 }
 
@@ -162,14 +160,14 @@ pub fn run_block(
 fn park(
     parked: &mut [Option<Parked>],
     runner: Runner,
-    stack: GpuStack,
+    guard: GuardPage,
     outcome: CoroutineResult<(Group, usize), ()>,
 ) {
     match outcome {
         CoroutineResult::Yield((group, t)) => {
             parked[t] = Some(Parked {
                 runner,
-                stack,
+                guard,
                 group,
                 runnable: false,
             })

@@ -4,19 +4,20 @@
 //! below them, so an overflow faults there, on the overflowed stack. A SIGSEGV and SIGBUS handler,
 //! installed once and run on an alternate signal stack (every thread that runs GPU threads has
 //! one: std's, or one made here where there is none), compares the fault's address with the guard
-//! page of the stack that its thread runs now, which the scheduler records in a thread-local
-//! before each switch to a GPU thread. On a match it writes which kernel overflowed and how to
-//! raise `OFFLOAD_HOST_STACK` to stderr, with write(2) alone (no allocation, no lock), and aborts,
-//! as std does for its own threads. Any other fault goes to the handler installed before ours
-//! (std's, which reports its threads' overflows), or takes the default action.
+//! page of the stack that its thread runs now, which the scheduler records in a thread-local at
+//! each switch to a GPU thread (and the kernel and block in another, once per block). On a match
+//! it writes which kernel overflowed and how to raise `OFFLOAD_HOST_STACK` to stderr, with
+//! write(2) alone (no allocation, no lock), and aborts, as std does for its own threads. Any
+//! other fault goes to the handler installed before ours (std's, which reports its threads'
+//! overflows), or takes the default action.
 //!
 //! Linux only: elsewhere, and under Miri (which runs no coroutine), an overflow stays a crash
 //! without a message.
 
 #[cfg(not(all(target_os = "linux", not(miri))))]
-pub use elsewhere::{prepare_thread, watching, GpuStack};
+pub use elsewhere::{on_stack, running_block, GuardPage};
 #[cfg(all(target_os = "linux", not(miri)))]
-pub use linux::{prepare_thread, watching, GpuStack};
+pub use linux::{on_stack, running_block, GuardPage};
 
 #[cfg(all(target_os = "linux", not(miri)))]
 mod linux {
@@ -26,66 +27,71 @@ mod linux {
     use std::ffi::{c_int, c_void};
     use std::ptr::{null, null_mut};
     use std::sync::{Once, OnceLock};
+    use std::thread::LocalKey;
 
-    /// What an overflow report knows of a GPU thread's stack: its guard page, `guard_start..
-    /// guard_end`, and the size it was asked for.
+    /// The guard page below a GPU thread's stack: the page at this address (corosensei's
+    /// guard page is the lowest page of the stack's mapping).
     #[derive(Clone, Copy)]
-    pub struct GpuStack {
-        guard_start: usize,
-        guard_end: usize,
-        bytes: usize,
-    }
+    pub struct GuardPage(usize);
 
-    impl GpuStack {
-        /// `stack`, made for `bytes` bytes: corosensei's guard page is the lowest page of it.
-        pub fn of(stack: &DefaultStack, bytes: usize) -> Self {
-            let guard_start = stack.limit().get();
-            GpuStack {
-                guard_start,
-                guard_end: guard_start + page_size(),
-                bytes,
-            }
+    impl GuardPage {
+        pub fn of(stack: &DefaultStack) -> Self {
+            GuardPage(stack.limit().get())
         }
     }
 
-    /// The GPU thread that an OS thread runs now.
+    /// The block that an OS thread runs now, as the report names it.
     #[derive(Clone, Copy)]
-    struct Running {
-        stack: GpuStack,
+    struct Block {
         kernel: &'static str,
-        block: Dim3,
+        index: Dim3,
+        stack_bytes: usize,
     }
 
     std::thread_local! {
-        /// Read by the signal handler: a `const`-initialised `Cell` of plain data, whose access
-        /// neither allocates nor registers a destructor.
-        static RUNNING: Cell<Option<Running>> = const { Cell::new(None) };
+        // The handler reads these two: `const`-initialised `Cell`s of plain data, whose access
+        // neither allocates nor registers a destructor.
+        static BLOCK: Cell<Option<Block>> = const { Cell::new(None) };
+        /// The guard page's address of the stack that this thread runs a GPU thread on now;
+        /// 0 for none. (Set at each switch, so a bare address: cheaper than the whole record.)
+        static GUARD: Cell<usize> = const { Cell::new(0) };
         /// The alternate signal stack made for this thread, where it had none.
         static ALT_STACK: OnceCell<Option<AltStack>> = const { OnceCell::new() };
     }
 
-    /// Runs `run`, which switches to a GPU thread of `kernel` in block `block` on `stack`: a
-    /// fault in that stack's guard page meanwhile is reported as its overflow.
-    pub fn watching<R>(
-        stack: GpuStack,
+    /// Runs `run`, which runs block `index` of `kernel` on GPU threads' stacks of `stack_bytes`
+    /// bytes, on a thread made ready to report their overflows.
+    pub fn running_block<R>(
         kernel: &'static str,
-        block: Dim3,
+        index: Dim3,
+        stack_bytes: usize,
         run: impl FnOnce() -> R,
     ) -> R {
-        /// Puts back what the thread ran before (a launch from within a GPU thread nests),
-        /// also when `run` panics.
-        struct Restore(Option<Running>);
-        impl Drop for Restore {
-            fn drop(&mut self) {
-                RUNNING.set(self.0);
-            }
-        }
-        let _restore = Restore(RUNNING.replace(Some(Running {
-            stack,
+        prepare_thread();
+        let block = Block {
             kernel,
-            block,
-        })));
+            index,
+            stack_bytes,
+        };
+        let _restore = Restore(&BLOCK, BLOCK.replace(Some(block)));
         run()
+    }
+
+    /// Runs `run`, which switches to a GPU thread on the stack of `guard`: a fault in `guard`
+    /// meanwhile is that thread's overflow.
+    pub fn on_stack<R>(guard: GuardPage, run: impl FnOnce() -> R) -> R {
+        let _restore = Restore(&GUARD, GUARD.replace(guard.0));
+        run()
+    }
+
+    /// Puts back what a thread-local held before (a launch from within a GPU thread nests),
+    /// also when a GPU thread panics.
+    struct Restore<T: Copy + 'static>(&'static LocalKey<Cell<T>>, T);
+
+    impl<T: Copy + 'static> Drop for Restore<T> {
+        fn drop(&mut self) {
+            self.0.set(self.1);
+        }
     }
 
     const SIGNALS: [c_int; 2] = [libc::SIGSEGV, libc::SIGBUS];
@@ -95,14 +101,16 @@ mod linux {
 
     /// Makes this thread ready to run GPU threads: the handler installed (once per process), and
     /// an alternate signal stack to run it on (once per thread).
-    pub fn prepare_thread() {
+    fn prepare_thread() {
         static INSTALL: Once = Once::new();
         INSTALL.call_once(|| {
+            PAGE.get_or_init(page_size);
             for (&signal, previous) in SIGNALS.iter().zip(&PREVIOUS) {
                 install(signal, previous);
             }
         });
-        ALT_STACK.with(|alt| {
+        // (Not while the thread's locals are being destroyed: no alternate stack is made then.)
+        let _ = ALT_STACK.try_with(|alt| {
             alt.get_or_init(AltStack::where_missing);
         });
     }
@@ -134,14 +142,15 @@ mod linux {
         // SAFETY: the kernel hands an SA_SIGINFO handler a valid `siginfo_t`; for a fault
         // (si_code > 0, not sent by a process) of SIGSEGV or SIGBUS it holds the address.
         let (from_kernel, address) = unsafe { ((*info).si_code > 0, (*info).si_addr() as usize) };
-        if let Some(running) = RUNNING.get() {
-            if from_kernel
-                && (running.stack.guard_start..running.stack.guard_end).contains(&address)
-            {
-                report(&running);
-                // SAFETY: abort has no precondition.
-                unsafe { libc::abort() };
+        let guard = GUARD.get();
+        // `PAGE` is set before any `GUARD`.
+        let page = PAGE.get().copied().unwrap_or(0);
+        if from_kernel && guard != 0 && (guard..guard + page).contains(&address) {
+            if let Some(block) = BLOCK.get() {
+                report(&block);
             }
+            // SAFETY: abort has no precondition.
+            unsafe { libc::abort() };
         }
         // SAFETY: the arguments are this handler's own, for the signal they came with.
         unsafe { forward(signal, info, context, from_kernel) };
@@ -194,23 +203,23 @@ mod linux {
     /// "offload: a GPU thread of kernel `k` (block (1, 0, 0)) has overflowed its stack of 131072
     /// bytes on the host backend; raise OFFLOAD_HOST_STACK (bytes per GPU thread), e.g.
     /// OFFLOAD_HOST_STACK=262144", on stderr.
-    fn report(running: &Running) {
+    fn report(block: &Block) {
         let mut message = Message::default();
         message.text("offload: a GPU thread of kernel `");
-        message.text(running.kernel);
+        message.text(block.kernel);
         message.text("` (block (");
-        message.number(running.block.x.into());
+        message.number(block.index.x.into());
         message.text(", ");
-        message.number(running.block.y.into());
+        message.number(block.index.y.into());
         message.text(", ");
-        message.number(running.block.z.into());
+        message.number(block.index.z.into());
         message.text(")) has overflowed its stack of ");
-        message.number(running.stack.bytes as u64);
+        message.number(block.stack_bytes as u64);
         message.text(
             " bytes on the host backend; raise OFFLOAD_HOST_STACK (bytes per GPU thread), \
              e.g. OFFLOAD_HOST_STACK=",
         );
-        message.number(running.stack.bytes as u64 * 2);
+        message.number(block.stack_bytes as u64 * 2);
         message.text("\n");
         message.write_to_stderr();
     }
@@ -322,10 +331,12 @@ mod linux {
         }
     }
 
+    /// The page size, for the handler (set at its installation).
+    static PAGE: OnceLock<usize> = OnceLock::new();
+
     fn page_size() -> usize {
-        static PAGE: OnceLock<usize> = OnceLock::new();
         // SAFETY: sysconf has no precondition.
-        *PAGE.get_or_init(|| unsafe { libc::sysconf(libc::_SC_PAGESIZE) as usize })
+        unsafe { libc::sysconf(libc::_SC_PAGESIZE) as usize }
     }
 }
 
@@ -336,24 +347,26 @@ mod elsewhere {
     use offload_kernel::Dim3;
 
     #[derive(Clone, Copy)]
-    pub struct GpuStack;
+    pub struct GuardPage;
 
-    impl GpuStack {
-        pub fn of(_stack: &DefaultStack, _bytes: usize) -> Self {
-            GpuStack
+    impl GuardPage {
+        pub fn of(_stack: &DefaultStack) -> Self {
+            GuardPage
         }
     }
 
-    pub fn watching<R>(
-        _stack: GpuStack,
+    pub fn running_block<R>(
         _kernel: &'static str,
-        _block: Dim3,
+        _index: Dim3,
+        _stack_bytes: usize,
         run: impl FnOnce() -> R,
     ) -> R {
         run()
     }
 
-    pub fn prepare_thread() {}
+    pub fn on_stack<R>(_guard: GuardPage, run: impl FnOnce() -> R) -> R {
+        run()
+    }
 }
 
 /// Each test runs this test binary again, with only itself, as a child that does the test's
