@@ -18,6 +18,7 @@
 //! an AMD GPU.
 
 pub mod scheduler;
+mod stack_overflow;
 
 use crate::backend::code::{Code, EntryHandle, HostThread, HostThreads, ImageHandle};
 use crate::backend::interface::{
@@ -240,6 +241,7 @@ impl HostBackend {
                 let run_thread = || unsafe { (entry.thread)(args) };
                 let run_block = |b: u64| {
                     scheduler::run_block(
+                        entry.name,
                         Dim3::from_linear(b, grid),
                         grid,
                         block,

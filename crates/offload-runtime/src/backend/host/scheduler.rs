@@ -10,8 +10,10 @@
 //!
 //! Threads run on "runners", coroutines that run threads one after the other: a block without
 //! barriers costs one coroutine, its threads plain calls; a thread that suspends keeps its
-//! runner, and the next thread starts on a new one. Stacks are reused across blocks.
+//! runner, and the next thread starts on a new one. Stacks are reused across blocks. A thread
+//! that overflows its stack hits the stack's guard page, which `stack_overflow` reports.
 
+use super::stack_overflow::{self, GuardPage};
 use corosensei::stack::DefaultStack;
 use corosensei::{Coroutine, CoroutineResult, Yielder};
 use offload_kernel::host_block::{with_block, with_suspend, BlockResources, Group};
@@ -32,7 +34,8 @@ pub const DEFAULT_THREAD_STACK: usize = if cfg!(debug_assertions) {
 
 /// Stack size of each GPU thread run by the host backend: `OFFLOAD_HOST_STACK` (bytes), else
 /// [`DEFAULT_THREAD_STACK`]. Kernels with deep call chains or large locals may need more; a
-/// thread that overflows its stack crashes the process (guard page).
+/// thread that overflows its stack aborts the process with a message that says so (on Linux;
+/// elsewhere it crashes without one).
 pub fn thread_stack_bytes() -> usize {
     static BYTES: OnceLock<usize> = OnceLock::new();
     *BYTES.get_or_init(|| {
@@ -66,11 +69,12 @@ type Runner = Coroutine<(), (Group, usize), (), DefaultStack>;
 /// A runner parked while its current thread waits for `group`.
 struct Parked {
     runner: Runner,
+    guard: GuardPage,
     group: Group,
     runnable: bool,
 }
 
-/// Run the threads of block `block_idx` (of a `grid` of `block`-sized blocks, with
+/// Run the threads of block `block_idx` of `kernel` (of a `grid` of `block`-sized blocks, with
 /// `dynamic_shared` bytes of dynamic shared memory, in warps of `warp_size` threads): `thread`
 /// runs one GPU thread, its ids set.
 ///
@@ -78,6 +82,7 @@ struct Parked {
 /// without barriers runs on a single runner, its threads as plain calls one after the other.
 /// When a thread suspends, its runner parks with it and a new runner goes on with the next.
 pub fn run_block(
+    kernel: &'static str,
     block_idx: Dim3,
     grid: Dim3,
     block: Dim3,
@@ -118,28 +123,36 @@ pub fn run_block(
         })
     };
     let mut parked: Vec<Option<Parked>> = (0..count).map(|_| None).collect();
-    with_block(&resources, || loop {
+    let run = || loop {
         while next_unstarted.get() < count {
+            let stack = take_stack();
+            let guard = GuardPage::of(&stack);
             // SAFETY: the runner borrows locals of this function; every runner is finished or
             // dropped (unwinding its stack) before they go out of scope.
-            let mut runner = unsafe { Coroutine::with_stack_unchecked(take_stack(), runner_body) };
-            let outcome = runner.resume(());
-            park(&mut parked, runner, outcome);
+            let mut runner = unsafe { Coroutine::with_stack_unchecked(stack, runner_body) };
+            let outcome = stack_overflow::on_stack(guard, || runner.resume(()));
+            park(&mut parked, runner, guard, outcome);
         }
         for t in 0..count {
             if let Some(Parked {
                 mut runner,
+                guard,
                 runnable: true,
                 ..
             }) = parked[t].take_if(|p| p.runnable)
             {
-                let outcome = with_thread(context(t), || runner.resume(()));
-                park(&mut parked, runner, outcome);
+                let outcome = stack_overflow::on_stack(guard, || {
+                    with_thread(context(t), || runner.resume(()))
+                });
+                park(&mut parked, runner, guard, outcome);
             }
         }
         if !release(&mut parked, warp_size as usize) {
             break;
         }
+    };
+    stack_overflow::running_block(kernel, block_idx, thread_stack_bytes(), || {
+        with_block(&resources, run)
     });
 }
 
@@ -147,12 +160,14 @@ pub fn run_block(
 fn park(
     parked: &mut [Option<Parked>],
     runner: Runner,
+    guard: GuardPage,
     outcome: CoroutineResult<(Group, usize), ()>,
 ) {
     match outcome {
         CoroutineResult::Yield((group, t)) => {
             parked[t] = Some(Parked {
                 runner,
+                guard,
                 group,
                 runnable: false,
             })
@@ -234,6 +249,7 @@ mod tests {
             log.lock().unwrap().push((1, t));
         };
         run_block(
+            "test",
             Dim3::new(0, 0, 0),
             Dim3::new(1, 1, 1),
             Dim3::new(70, 1, 1),
@@ -260,6 +276,7 @@ mod tests {
             seen.lock().unwrap()[t as usize] = right;
         };
         run_block(
+            "test",
             Dim3::new(0, 0, 0),
             Dim3::new(1, 1, 1),
             Dim3::new(40, 1, 1),
@@ -287,6 +304,7 @@ mod tests {
             seen.lock().unwrap()[t as usize] = right;
         };
         run_block(
+            "test",
             Dim3::new(0, 0, 0),
             Dim3::new(1, 1, 1),
             Dim3::new(80, 1, 1),
@@ -313,6 +331,7 @@ mod tests {
             *after.lock().unwrap() += 1;
         };
         run_block(
+            "test",
             Dim3::new(0, 0, 0),
             Dim3::new(1, 1, 1),
             Dim3::new(64, 1, 1),
@@ -335,6 +354,7 @@ mod tests {
         };
         let panic = std::panic::catch_unwind(|| {
             run_block(
+                "test",
                 Dim3::new(0, 0, 0),
                 Dim3::new(1, 1, 1),
                 Dim3::new(32, 1, 1),
