@@ -60,6 +60,8 @@ mod thread_window;
 mod tile_starts;
 mod warp;
 mod wide;
+mod wide_cut;
+mod wide_element;
 mod wide_lanes;
 
 pub use async_copy::{
@@ -95,7 +97,8 @@ pub use warp::{
     warp_id, warp_max, warp_min, warp_reduce, warp_size, warp_sum, WarpSum, WarpValue,
     MAX_WARP_SIZE,
 };
-pub use wide::{WideElement, WideSlice, WIDE_BYTES};
+pub use wide::WideSlice;
+pub use wide_element::{WideElement, WIDE_BYTES};
 pub use wide_lanes::WideInputs;
 
 /// The host backend's allocation behind one `shared!` site (used by the macro).

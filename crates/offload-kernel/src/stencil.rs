@@ -40,7 +40,7 @@
 use crate::grid::{Grid2, Grid3};
 use crate::index::global_threads;
 use crate::thread_slice::ThreadSlice;
-use crate::wide::{WideElement, WIDE_BYTES};
+use crate::wide_element::{WideElement, WIDE_BYTES};
 use core::marker::PhantomData;
 use core::mem::{size_of, MaybeUninit};
 

@@ -17,125 +17,18 @@
 //! the body sees the output as a [`WideSlice`], which has no other way in.
 
 use crate::index::{ids_run, GridStride};
-use crate::output_saving::before_writing_mapped;
 use crate::thread_slice::ThreadSlice;
+use crate::wide_cut::{save_cut, Cut};
+use crate::wide_element::{WideElement, WIDE_BYTES};
 use crate::wide_lanes::{OldValues, WideInputs, WideOutputs};
 use core::marker::PhantomData;
-use core::mem::{align_of, size_of};
-use half::{bf16, f16};
+use core::mem::size_of;
 
-/// Bytes of one wide access.
-pub const WIDE_BYTES: usize = 16;
-
-/// `N` elements at a 16-byte boundary: read or written as a whole, one 16-byte access.
-#[doc(hidden)]
-#[derive(Clone, Copy)]
-#[repr(C, align(16))]
-pub struct Chunk16<T, const N: usize>([T; N]);
-
-mod sealed {
-    pub trait Sealed {}
-}
-
-/// Element types that the walks of [`WideSlice`] move 16 bytes at a time: the
-/// primitive integers and floats up to 8 bytes, `f16` and `bf16`. (Sealed: the library relies on
-/// each type's chunk being exactly `16 / size_of::<Self>()` elements without padding.)
-pub trait WideElement: Copy + sealed::Sealed {
-    /// `16 / size_of::<Self>()` elements as one 16-byte-aligned value.
-    #[doc(hidden)]
-    type Chunk: Copy + AsRef<[Self]> + AsMut<[Self]>;
-}
-
-impl<T, const N: usize> AsRef<[T]> for Chunk16<T, N> {
-    #[inline(always)]
-    fn as_ref(&self) -> &[T] {
-        &self.0
-    }
-}
-
-impl<T, const N: usize> AsMut<[T]> for Chunk16<T, N> {
-    #[inline(always)]
-    fn as_mut(&mut self) -> &mut [T] {
-        &mut self.0
-    }
-}
-
-macro_rules! wide_element {
-    ($($t:ty),*) => {$(
-        impl sealed::Sealed for $t {}
-        impl WideElement for $t {
-            type Chunk = Chunk16<$t, { WIDE_BYTES / size_of::<$t>() }>;
-        }
-        // The chunk is 16 bytes of elements with nothing else, and every element is aligned to
-        // its size (so an element-aligned address plus whole elements reaches each boundary).
-        const _: () = assert!(
-            size_of::<<$t as WideElement>::Chunk>() == WIDE_BYTES
-                && align_of::<<$t as WideElement>::Chunk>() == WIDE_BYTES
-                && align_of::<$t>() == size_of::<$t>()
-        );
-    )*};
-}
-wide_element!(u8, u16, u32, u64, i8, i16, i32, i64, f32, f64, f16, bf16);
-
-/// How one launch cuts `len` elements: `head` unaligned elements, then `chunks` 16-byte
-/// chunks, then `tail` elements. Depends on the addresses and the length only, so every thread of
-/// the launch computes the same cut.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct Cut {
-    pub(crate) head: usize,
-    pub(crate) chunks: usize,
-    pub(crate) tail: usize,
-}
-
-impl Cut {
-    /// The cut of `len` elements of `size` bytes (each aligned to its size) at address `out`,
-    /// walked together with other slices: chunks only if every one of them sits at the same
-    /// offset from a 16-byte boundary (`alike`), else everything is `head`.
-    #[inline(always)]
-    pub(crate) fn of(out: usize, alike: bool, len: usize, size: usize) -> Cut {
-        if !alike {
-            return Cut {
-                head: len,
-                chunks: 0,
-                tail: 0,
-            };
-        }
-        let head = ((WIDE_BYTES - out % WIDE_BYTES) % WIDE_BYTES / size).min(len);
-        let lanes = WIDE_BYTES / size;
-        let chunks = (len - head) / lanes;
-        Cut {
-            head,
-            chunks,
-            tail: len - head - chunks * lanes,
-        }
-    }
-}
-
-/// Names to the host backend's output saving the elements of the output at `out` that this
-/// thread's `chunks` and `ends` (the head and tail numbered one after the other) of `cut` hold.
-#[inline(always)]
-pub(crate) fn save_cut<T>(out: *mut T, chunks: &GridStride, ends: &GridStride, cut: Cut) {
-    let lanes = WIDE_BYTES / size_of::<T>();
-    let (head, tail_start) = (cut.head, cut.head + cut.chunks * lanes);
-    before_writing_mapped(out, chunks, |a, b, save| {
-        save(head + a * lanes, head + b * lanes)
-    });
-    // End number j is element j in the head, element `tail_start + j - head` in the tail.
-    before_writing_mapped(out, ends, |a, b, save| {
-        if a < head {
-            save(a, b.min(head));
-        }
-        if b > head {
-            save(tail_start + a.max(head) - head, tail_start + b - head);
-        }
-    });
-}
-
-/// A kernel's `#[wide] out: &mut [T]` parameter as the body sees it: an output written 16 bytes
-/// per access by [`update_mine_wide`](Self::update_mine_wide), [`map_mine_wide`](Self::map_mine_wide)
+/// A kernel's `#[wide] out: &mut [T]` parameter as the body sees it: an output written 16 bytes per
+/// access by [`update_mine_wide`](Self::update_mine_wide), [`map_mine_wide`](Self::map_mine_wide)
 /// or [`map_mine_wide_with`](Self::map_mine_wide_with), whose ownership of chunks is the only one
-/// the launch uses for this parameter (so no thread writes an element that another
-/// thread reaches by a different rule).
+/// the launch uses for this parameter (so no thread writes an element that another thread reaches
+/// by a different rule).
 pub struct WideSlice<'a, T> {
     ptr: *mut T,
     len: usize,
@@ -245,6 +138,56 @@ impl<'a, T: WideElement> WideSlice<'a, T> {
         f: impl Fn(I::Elements) -> (T, U),
     ) {
         walk_mine((self, other), inputs, f);
+    }
+}
+
+/// One output of a wide walk: this slice's chunks and elements.
+impl<T: WideElement> WideOutputs for &mut WideSlice<'_, T> {
+    type Values = T;
+    const ELEMENT_SIZE: usize = size_of::<T>();
+    type Chunks = T::Chunk;
+
+    #[inline(always)]
+    fn shortest_len(&self) -> usize {
+        WideSlice::len(self)
+    }
+
+    #[inline(always)]
+    fn address(&self) -> usize {
+        self.raw_ptr() as usize
+    }
+
+    #[inline(always)]
+    fn differing_bits(&self, address: usize) -> usize {
+        self.address() ^ address
+    }
+
+    #[inline(always)]
+    fn before_writing(&self, chunks: &GridStride, ends: &GridStride, cut: Cut) {
+        save_cut(self.raw_ptr(), chunks, ends, cut);
+    }
+
+    #[inline(always)]
+    fn new_chunks() -> T::Chunk {
+        // SAFETY: every `WideElement` (integers, floats, f16, bf16) is valid as all zero bits.
+        unsafe { core::mem::zeroed() }
+    }
+
+    #[inline(always)]
+    fn set_lane(chunks: &mut T::Chunk, k: usize, value: T) {
+        chunks.as_mut()[k] = value;
+    }
+
+    #[inline(always)]
+    unsafe fn store_chunks(&mut self, at: usize, chunks: T::Chunk) {
+        // SAFETY: per the contract.
+        unsafe { (self.raw_ptr().add(at) as *mut T::Chunk).write(chunks) }
+    }
+
+    #[inline(always)]
+    unsafe fn store(&mut self, i: usize, value: T) {
+        // SAFETY: per the contract.
+        unsafe { self.raw_ptr().add(i).write(value) }
     }
 }
 

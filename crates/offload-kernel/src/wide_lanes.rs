@@ -1,6 +1,6 @@
-//! What the 16-byte walks of [`WideSlice`] read and write, lane by lane: the inputs of
-//! [`WideSlice::map_mine_wide`] (a slice, or a tuple of them, nested at will) and the one or two
-//! outputs they write.
+//! What the 16-byte walks of [`WideSlice`](crate::WideSlice) read and write, lane by lane: the
+//! inputs of [`WideSlice::map_mine_wide`](crate::WideSlice::map_mine_wide) (a slice, or a tuple of
+//! them, nested at will) and the one or two outputs they write.
 //!
 //! Each read or written slice gives its elements at an index either one at a time or as the
 //! 16-byte chunk starting there, one vector access per slice; a tuple does the same for each of
@@ -8,18 +8,19 @@
 //! have elements of one size, so that a chunk of each covers the same indices.
 
 use crate::index::GridStride;
-use crate::wide::{save_cut, Cut, WideElement, WideSlice};
+use crate::wide_cut::Cut;
+use crate::wide_element::WideElement;
 use core::mem::size_of;
 
 mod sealed {
     pub trait Sealed {}
 }
 
-/// The inputs of an element-wise walk in 16-byte chunks ([`WideSlice::map_mine_wide`]): a
-/// `&[T]` of a [`WideElement`], whose element is a `T`, or a tuple of up to eight inputs, whose
-/// element is the tuple of theirs (`(&[f32], &[f32])` gives `(f32, f32)`). All their elements
-/// must have one size. (Sealed: the walk relies on each chunk load reading exactly the 16 bytes
-/// at its index.)
+/// The inputs of an element-wise walk in 16-byte chunks
+/// ([`WideSlice::map_mine_wide`](crate::WideSlice::map_mine_wide)): a `&[T]` of a [`WideElement`],
+/// whose element is a `T`, or a tuple of up to eight inputs, whose element is the tuple of theirs
+/// (`(&[f32], &[f32])` gives `(f32, f32)`). All their elements must have one size. (Sealed: the
+/// walk relies on each chunk load reading exactly the 16 bytes at its index.)
 pub trait WideInputs: sealed::Sealed {
     /// What the walk hands the function for one index.
     type Elements;
@@ -150,8 +151,9 @@ tuple_inputs!(A 0, B 1, C 2, D 3, E 4, F 5);
 tuple_inputs!(A 0, B 1, C 2, D 3, E 4, F 5, G 6);
 tuple_inputs!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7);
 
-/// A [`WideSlice`]'s own elements read as an input, through its raw pointer (not a shared slice:
-/// the walk writes them), for [`WideSlice::update_mine_wide`].
+/// A [`WideSlice`](crate::WideSlice)'s own elements read as an input, through its raw pointer (not
+/// a shared slice: the walk writes them), for
+/// [`WideSlice::update_mine_wide`](crate::WideSlice::update_mine_wide).
 #[derive(Clone, Copy)]
 pub(crate) struct OldValues<T> {
     pub(crate) ptr: *const T,
@@ -193,8 +195,8 @@ impl<T: WideElement> WideInputs for OldValues<T> {
     }
 }
 
-/// The outputs of a wide walk: one [`WideSlice`] or a pair of them, written a chunk or an
-/// element at a time with what the function returned for each index.
+/// The outputs of a wide walk: one [`WideSlice`](crate::WideSlice) or a pair of them, written a
+/// chunk or an element at a time with what the function returned for each index.
 pub(crate) trait WideOutputs {
     /// What the function returns for one index.
     type Values;
@@ -225,55 +227,6 @@ pub(crate) trait WideOutputs {
     /// # Safety
     /// `i` is below [`shortest_len`](Self::shortest_len), and no other thread reaches this element.
     unsafe fn store(&mut self, i: usize, values: Self::Values);
-}
-
-impl<T: WideElement> WideOutputs for &mut WideSlice<'_, T> {
-    type Values = T;
-    const ELEMENT_SIZE: usize = size_of::<T>();
-    type Chunks = T::Chunk;
-
-    #[inline(always)]
-    fn shortest_len(&self) -> usize {
-        WideSlice::len(self)
-    }
-
-    #[inline(always)]
-    fn address(&self) -> usize {
-        self.raw_ptr() as usize
-    }
-
-    #[inline(always)]
-    fn differing_bits(&self, address: usize) -> usize {
-        self.address() ^ address
-    }
-
-    #[inline(always)]
-    fn before_writing(&self, chunks: &GridStride, ends: &GridStride, cut: Cut) {
-        save_cut(self.raw_ptr(), chunks, ends, cut);
-    }
-
-    #[inline(always)]
-    fn new_chunks() -> T::Chunk {
-        // SAFETY: every `WideElement` (integers, floats, f16, bf16) is valid as all zero bits.
-        unsafe { core::mem::zeroed() }
-    }
-
-    #[inline(always)]
-    fn set_lane(chunks: &mut T::Chunk, k: usize, value: T) {
-        chunks.as_mut()[k] = value;
-    }
-
-    #[inline(always)]
-    unsafe fn store_chunks(&mut self, at: usize, chunks: T::Chunk) {
-        // SAFETY: per the contract.
-        unsafe { (self.raw_ptr().add(at) as *mut T::Chunk).write(chunks) }
-    }
-
-    #[inline(always)]
-    unsafe fn store(&mut self, i: usize, value: T) {
-        // SAFETY: per the contract.
-        unsafe { self.raw_ptr().add(i).write(value) }
-    }
 }
 
 impl<A: WideOutputs, B: WideOutputs> WideOutputs for (A, B) {

@@ -10,7 +10,7 @@ use super::prefetch::prefetch_l2;
 use super::{lanes, zeroed_chunk, Neighbours2, Neighbours3, Row, Walk, MIN_STRIP_ROWS};
 use crate::grid::div_rem;
 use crate::index::GridStride;
-use crate::wide::{WideElement, WIDE_BYTES};
+use crate::wide_element::{WideElement, WIDE_BYTES};
 
 /// Register blocking down columns of chunks.
 pub(super) struct Registers;

@@ -7,7 +7,7 @@
 use super::{lanes, zeroed_chunk, Neighbours2, Neighbours3, Row, Walk};
 use crate::index::GridStride;
 use crate::output_saving::{before_writing, Runs};
-use crate::wide::WideElement;
+use crate::wide_element::WideElement;
 
 /// Row stretches: the host's walk.
 pub(super) struct RowStretches;

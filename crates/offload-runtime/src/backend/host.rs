@@ -19,6 +19,8 @@
 
 pub mod scheduler;
 mod stack_overflow;
+#[cfg(all(test, target_os = "linux", not(miri)))]
+mod stack_overflow_tests;
 
 use crate::backend::code::{Code, EntryHandle, HostThread, HostThreads, ImageHandle};
 use crate::backend::interface::{

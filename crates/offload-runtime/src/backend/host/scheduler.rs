@@ -13,7 +13,7 @@
 //! runner, and the next thread starts on a new one. Stacks are reused across blocks. A thread
 //! that overflows its stack hits the stack's guard page, which `stack_overflow` reports.
 
-use super::stack_overflow::{self, GuardPage};
+use crate::backend::host::stack_overflow::{self, GuardPage};
 use corosensei::stack::DefaultStack;
 use corosensei::{Coroutine, CoroutineResult, Yielder};
 use offload_kernel::host_block::{with_block, with_suspend, BlockResources, Group};
