@@ -6,6 +6,7 @@ use offload::prelude::*;
 
 pub mod block;
 pub mod gemm_bf16;
+pub mod reductions;
 mod gemm_tiles;
 pub mod sgemm_tf32;
 pub mod tensor;

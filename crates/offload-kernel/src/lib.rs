@@ -46,6 +46,7 @@ mod output_saving;
 mod output_saving_tests;
 #[doc(hidden)]
 pub mod panic_record;
+pub mod reduce;
 mod scatter;
 mod shared;
 mod shared_atomic;
@@ -83,6 +84,7 @@ pub use index::{
     GridStride,
 };
 pub use mine_with::MineWith;
+pub use reduce::Reduce;
 pub use scatter::{Scatter, ScatterIndex, Scattered};
 pub use shared::{dynamic_shared, SharedSlice, SHARED_ALIGN};
 pub use stencil::{

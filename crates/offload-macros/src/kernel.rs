@@ -111,6 +111,11 @@ fn expand_body(func: &ItemFn, params: &[Param], body_fn: &Ident) -> Result<Token
         let (name, ty, elem) = (&p.name, &p.ty, &p.elem);
         match p.passing {
             Passing::SliceMut => quote! { mut #name: ::offload::ThreadSlice<'_, #elem> },
+            Passing::Reduce => {
+                let (ptr, _) = raw_names(p);
+                let (scratch, blocks) = scratch_names(p);
+                quote! { #ptr: *mut #elem, #scratch: *mut u8, #blocks: usize }
+            }
             _ if p.mutable_binding => quote! { mut #name: #ty },
             _ => quote! { #name: #ty },
         }
@@ -127,6 +132,7 @@ fn expand_body(func: &ItemFn, params: &[Param], body_fn: &Ident) -> Result<Token
     } else {
         quote! {{ #(#tiles)* #block }}
     };
+    let body = with_reductions(params, body);
     Ok(quote! {
         #(#attrs)*
         #[doc(hidden)]
@@ -134,6 +140,53 @@ fn expand_body(func: &ItemFn, params: &[Param], body_fn: &Ident) -> Result<Token
         #[allow(non_snake_case, unused_mut, clippy::too_many_arguments)]
         fn #body_fn #generics (#(#inputs),*) #where_clause #body
     })
+}
+
+/// The body of a kernel with `#[reduce]` parameters: the user's body as a closure over each
+/// reduction's accumulator (its `return`s end the closure, not the thread), then every
+/// accumulator combined over the launch into its target, by every thread.
+fn with_reductions(params: &[Param], body: TokenStream) -> TokenStream {
+    let reductions: Vec<&Param> = params
+        .iter()
+        .filter(|p| p.passing == Passing::Reduce)
+        .collect();
+    if reductions.is_empty() {
+        return body;
+    }
+    let names: Vec<&Ident> = reductions.iter().map(|p| &p.name).collect();
+    let elems: Vec<&syn::Type> = reductions.iter().map(|p| &p.elem).collect();
+    let ops: Vec<&syn::Path> = reductions
+        .iter()
+        .map(|p| p.reduce_op.as_ref().expect("a reduction has its operation"))
+        .collect();
+    let accs: Vec<Ident> = names
+        .iter()
+        .map(|n| format_ident!("{}__acc", n))
+        .collect();
+    let combines = reductions.iter().zip(&accs).map(|(p, acc)| {
+        let (ptr, _) = raw_names(p);
+        let (scratch, blocks) = scratch_names(p);
+        let (elem, op) = (&p.elem, p.reduce_op.as_ref().unwrap());
+        quote! {
+            // SAFETY: the launcher passed this reduction's target and the launch's scratch for
+            // it (see offload::reduce::combine_launch).
+            unsafe { ::offload::reduce::combine_launch::<#elem, #op>(#acc, #scratch, #blocks, #ptr) };
+        }
+    });
+    quote! {{
+        #(let mut #accs: #elems = <#ops as ::offload::reduce::ReduceOp<#elems>>::identity();)*
+        #[allow(clippy::redundant_closure_call)]
+        (|#(#names: &mut #elems),*| #body)(#(&mut #accs),*);
+        #(#combines)*
+    }}
+}
+
+/// Raw names of a reduction's scratch: its address and the grid's block count.
+fn scratch_names(p: &Param) -> (Ident, Ident) {
+    (
+        format_ident!("{}__scratch", p.name),
+        format_ident!("{}__blocks", p.name),
+    )
 }
 
 /// Raw names of an array view's extents, which follow its pointer and length.
@@ -185,6 +238,10 @@ fn device_entry(
             }
             Passing::SliceMut | Passing::PtrMut | Passing::Atomic => {
                 quote! { #ptr: *mut #elem, #len: usize }
+            }
+            Passing::Reduce => {
+                let (scratch, blocks) = scratch_names(p);
+                quote! { #ptr: *mut #elem, #len: usize, #scratch: *mut u8, #blocks: usize }
             }
         }
     });
@@ -265,6 +322,11 @@ fn amdgpu_entry(
                 inputs.push(quote! { #ptr: &*mut #elem, #len: &usize });
                 loads.push(quote! { let (#ptr, #len) = (*#ptr, *#len); });
             }
+            Passing::Reduce => {
+                let (scratch, blocks) = scratch_names(p);
+                inputs.push(quote! { #ptr: &*mut #elem, #len: &usize, #scratch: &*mut u8, #blocks: &usize });
+                loads.push(quote! { let (#ptr, #len, #scratch, #blocks) = (*#ptr, *#len, *#scratch, *#blocks); });
+            }
             Passing::Nd(rank) => {
                 let extents = extent_names(p, rank);
                 inputs.push(quote! { #ptr: &*const #elem, #len: &usize, #(#extents: &usize),* });
@@ -325,6 +387,10 @@ fn body_args(params: &[Param]) -> Vec<TokenStream> {
                 }
                 Passing::Ref => quote! { &*#ptr },
                 Passing::PtrConst | Passing::PtrMut => quote! { #ptr },
+                Passing::Reduce => {
+                    let (scratch, blocks) = scratch_names(p);
+                    quote! { #ptr, #scratch, #blocks }
+                }
             }
         })
         .collect()
@@ -351,6 +417,17 @@ fn host_reads(params: &[Param]) -> Vec<TokenStream> {
             match p.passing {
                 // A pointee is one element: its length word goes unread.
                 Passing::Ref | Passing::PtrConst | Passing::PtrMut => read_ptr,
+                // The target (one element), then the scratch's address and block count.
+                Passing::Reduce => {
+                    let (scratch, blocks) = scratch_names(p);
+                    let (scratch_at, blocks_at) = (index, index + 1);
+                    index += 2;
+                    quote! {
+                        #read_ptr
+                        let #scratch = args.host_pointer::<u8>(#scratch_at);
+                        let #blocks = args.read::<u64>(#blocks_at) as usize;
+                    }
+                }
                 Passing::Nd(rank) | Passing::NdMut(rank) => {
                     let extents = extent_names(p, rank);
                     let words = index..index + rank;
@@ -481,6 +558,7 @@ fn expand_host(
                 Passing::Nd(rank) => quote! { #n: impl ::offload::nd::NdIn<#elem, #rank> },
                 Passing::NdMut(rank) => quote! { #n: impl ::offload::nd::NdOut<#elem, #rank> },
                 Passing::Atomic => quote! { #n: &mut [#elem] },
+                Passing::Reduce => quote! { #n: impl ::offload::map::ReduceInto<#elem> },
                 _ => quote! { #n: #ty },
             }
         })
@@ -502,6 +580,9 @@ fn expand_host(
                 Passing::NdMut(rank) => quote! { #n: impl ::offload::nd::NdOut<#elem, #rank> + 's },
                 Passing::Atomic => quote! { #n: &'s mut [#elem] },
                 Passing::Ref => quote! { #n: &'s #elem },
+                Passing::Reduce => {
+                    quote! { #n: impl ::offload::map::ReduceInto<#elem> + ::offload::map::StreamArg<'s, #mode> }
+                }
             }
         }).collect()
     };
@@ -553,6 +634,11 @@ fn expand_host(
             Passing::PtrMut => quote! {
                 ::offload::__private::KernelArg::slice_mut(unsafe { ::core::slice::from_raw_parts_mut(#n, 1) })
             },
+            // The target, then the launch's scratch for it (sized by the runtime from the grid).
+            Passing::Reduce => quote! {
+                ::offload::map::ReduceInto::<#elem>::into_kernel_arg(#n),
+                ::offload::__private::KernelArg::reduction_scratch::<#elem>()
+            },
         }
     }).collect();
     let host_reads = host_reads(params);
@@ -562,7 +648,7 @@ fn expand_host(
     // each thread's own call must reach them.
     let may_run_as_one = !params
         .iter()
-        .any(|p| matches!(p.passing, Passing::Atomic | Passing::PtrMut));
+        .any(|p| matches!(p.passing, Passing::Atomic | Passing::PtrMut | Passing::Reduce));
     let arity = params.len();
     let arity_msg = {
         // What a caller passes, as written (not the launcher's map-kind traits).
@@ -633,7 +719,14 @@ fn expand_host(
     let (prepared_generics, prepared_args, _) = prepared_generics.split_for_impl();
     // The kernel's type parameters, which a prepared launch's handle carries unused.
     let kernel_types: Vec<&Ident> = generics.type_params().map(|t| &t.ident).collect();
-    let param_names: Vec<String> = params.iter().map(|p| p.name.to_string()).collect();
+    // In launch-argument order: a reduction is two arguments (its target and its scratch).
+    let param_names: Vec<String> = params
+        .iter()
+        .flat_map(|p| {
+            let copies = if p.passing == Passing::Reduce { 2 } else { 1 };
+            std::iter::repeat_n(p.name.to_string(), copies)
+        })
+        .collect();
     // What each thread of a default launch covers: a `#[grid]` output's threads each walk a strip
     // of rows (of planes, taller, where every grid output is 3D); a `#[scatter]` output's stores
     // each wait for their index's load.
@@ -642,7 +735,9 @@ fn expand_host(
             .iter()
             .any(|p| p.ownership.as_ref().is_some_and(|(o, _)| wanted(o)))
     };
-    let share = if ownership_of(|o| matches!(o, Ownership::Grid(e) if e.len() == 2)) {
+    let share = if params.iter().any(|p| p.passing == Passing::Reduce) {
+        quote! { ::offload::__private::ThreadShare::Reduction }
+    } else if ownership_of(|o| matches!(o, Ownership::Grid(e) if e.len() == 2)) {
         quote! { ::offload::__private::ThreadShare::Strip(::offload::STRIP_BYTES as u64) }
     } else if ownership_of(|o| matches!(o, Ownership::Grid(_))) {
         quote! { ::offload::__private::ThreadShare::Strip(::offload::STRIP_BYTES_3D as u64) }

@@ -32,6 +32,10 @@ pub enum Passing {
     /// `ArrayViewMutN<T>`: an output like `&mut [T]`, with its N extents; the launcher takes an
     /// `NdOut`.
     NdMut(usize),
+    /// `#[reduce(op)] x: &mut T`: the thread's own accumulator in the body, combined over the
+    /// launch and folded into the caller's value (`offload_kernel::reduce`). The device gets the
+    /// target (pointer, length) and the launch's scratch (pointer, block count).
+    Reduce,
 }
 
 impl Passing {
@@ -52,6 +56,8 @@ pub struct Param {
     pub passing: Passing,
     /// `#[tile(len)]` or `#[scatter(index)]`, and where the attribute is (see `ownership`).
     pub ownership: Option<(Ownership, Span)>,
+    /// For `Passing::Reduce`: the operation's type (`offload::reduce::Sum`, ...).
+    pub reduce_op: Option<syn::Path>,
 }
 
 pub fn parse(arg: &FnArg) -> Result<Param> {
@@ -76,6 +82,33 @@ pub fn parse(arg: &FnArg) -> Result<Param> {
         }
     };
     let ty = (*typed.ty).clone();
+    let reduce_op = parse_reduce(&typed.attrs)?;
+    if let Some((op, span)) = reduce_op {
+        return match &ty {
+            Type::Reference(r) if r.mutability.is_some() && !matches!(&*r.elem, Type::Slice(_)) => {
+                if parse_ownership(&typed.attrs)?.is_some() {
+                    return Err(Error::new(
+                        span,
+                        "a #[reduce] parameter takes no ownership attribute",
+                    ));
+                }
+                Ok(Param {
+                    name,
+                    mutable_binding,
+                    ty: ty.clone(),
+                    elem: (*r.elem).clone(),
+                    passing: Passing::Reduce,
+                    ownership: None,
+                    reduce_op: Some(op),
+                })
+            }
+            _ => Err(Error::new(
+                span,
+                "#[reduce(..)] takes a `&mut T` parameter: the thread's accumulator, as in \
+                 `#[reduce(sum)] total: &mut f64`",
+            )),
+        };
+    }
     let (elem, passing) = match &ty {
         Type::Reference(r) => match (&*r.elem, r.mutability.is_some()) {
             (Type::Slice(s), mutable) => {
@@ -96,7 +129,8 @@ pub fn parse(arg: &FnArg) -> Result<Param> {
             (other, true) => return Err(Error::new_spanned(
                 other,
                 "a `&mut T` kernel parameter would be one mutable reference shared by every GPU \
-                     thread: use `&mut [T]` (each thread reaches its own elements) or `*mut T` \
+                     thread: use `&mut [T]` (each thread reaches its own elements), \
+                     `#[reduce(sum)]` (or product, min, max) for a reduction into it, or `*mut T` \
                      (raw, unsafe to write)",
             )),
         },
@@ -127,7 +161,47 @@ pub fn parse(arg: &FnArg) -> Result<Param> {
         elem,
         passing,
         ownership: parse_ownership(&typed.attrs)?,
+        reduce_op: None,
     })
+}
+
+/// The operation of a `#[reduce(op)]` or `#[reduce]` attribute among `attrs`, as the path of its
+/// type in `offload::reduce`, with the attribute's span.
+fn parse_reduce(attrs: &[Attribute]) -> Result<Option<(syn::Path, Span)>> {
+    let mut found = None;
+    for attr in attrs.iter().filter(|a| a.path().is_ident("reduce")) {
+        if found.is_some() {
+            return Err(Error::new_spanned(attr, "one #[reduce] per parameter"));
+        }
+        let op = match &attr.meta {
+            syn::Meta::Path(_) => "Own".to_string(),
+            _ => {
+                let op: Ident = attr.parse_args().map_err(|_| unknown_reduction(attr.span(), "?"))?;
+                match op.to_string().as_str() {
+                    "sum" => "Sum",
+                    "product" => "Product",
+                    "min" => "Min",
+                    "max" => "Max",
+                    other => return Err(unknown_reduction(op.span(), other)),
+                }
+                .to_string()
+            }
+        };
+        let op = Ident::new(&op, attr.span());
+        found = Some((syn::parse_quote! { ::offload::reduce::#op }, attr.span()));
+    }
+    Ok(found)
+}
+
+fn unknown_reduction(span: Span, written: &str) -> Error {
+    Error::new(
+        span,
+        format!(
+            "unknown reduction `{written}`: write #[reduce(sum)], #[reduce(product)], \
+             #[reduce(min)] or #[reduce(max)], or #[reduce] for a type that implements \
+             offload::Reduce"
+        ),
+    )
 }
 
 /// `T` and the passing of a type written `ArrayViewN<T>` or `ArrayViewMutN<T>` (N = 1, 2, 3;

@@ -138,7 +138,16 @@ impl Recording {
                     .to_string(),
             });
         }
-        let (params, _) = pack(device, kernel.name, args, |_| {
+        if args.iter().any(|a| matches!(a.data, ArgData::Scratch { .. })) {
+            return Err(Error::InvalidLaunch {
+                kernel: kernel.name,
+                device: device.name().to_string(),
+                reason: "a kernel with #[reduce] parameters cannot be recorded in a graph yet: \
+                         launch it on a running stream"
+                    .to_string(),
+            });
+        }
+        let (params, _) = pack(device, kernel.name, args, shape.grid.count(), |_| {
             unreachable!("host slices with bytes were refused above")
         })?;
         if self.by_plugin {

@@ -37,6 +37,10 @@ pub enum ThreadShare {
     /// At least this many bytes: a `#[grid]` output's strip of rows
     /// (`offload_kernel::STRIP_BYTES`, or `STRIP_BYTES_3D` for 3D outputs).
     Strip(u64),
+    /// A kernel with `#[reduce]` parameters: the grid is sized from its longest data (inputs
+    /// too; the reductions' targets are not data to split) and fills the device once, its
+    /// threads walking the rest grid-stride, so that few per-block totals remain to combine.
+    Reduction,
 }
 
 impl Kernel {
@@ -59,6 +63,9 @@ pub struct KernelArg<'a> {
     /// Why the argument cannot be passed (a non-contiguous array view): the launch refuses it
     /// before anything moves.
     pub(crate) refused: Option<String>,
+    /// A `#[reduce]` parameter's target: one value that the launch's last block writes, not data
+    /// that sizes the default grid.
+    pub(crate) reduction_target: bool,
     _borrow: PhantomData<&'a mut ()>,
 }
 
@@ -89,6 +96,10 @@ pub(crate) enum ArgData {
         /// How it moves (map kinds of `crate::map`).
         kind: OutKind,
     },
+    /// A `#[reduce]` parameter's scratch: device memory the launch allocates, its first
+    /// `offload_kernel::reduce::SCRATCH_HEADER` bytes zeroed, then one slot of `elem_size` bytes
+    /// per block; passed as (address, block count).
+    Scratch { elem_size: usize },
     /// Data already on a device (`DeviceVec`, a region's mapped handle): passed as is. On the
     /// host device `addr` is a host address.
     Resident {
@@ -113,7 +124,7 @@ impl ArgData {
     /// Elements of a slice argument and the bytes of one (None for values).
     fn slice_parts(&self) -> Option<(usize, usize)> {
         match *self {
-            ArgData::Value { .. } => None,
+            ArgData::Value { .. } | ArgData::Scratch { .. } => None,
             ArgData::Slice { len, elem_size, .. }
             | ArgData::SliceMut { len, elem_size, .. }
             | ArgData::Resident { len, elem_size, .. } => Some((len, elem_size)),
@@ -236,6 +247,26 @@ impl<'a> KernelArg<'a> {
         self
     }
 
+    /// A `#[reduce]` parameter's scratch for values of `T` (see `ArgData::Scratch`).
+    pub fn reduction_scratch<T: DeviceCopy>() -> Self {
+        Self::new(ArgData::Scratch {
+            elem_size: size_of::<T>(),
+        })
+    }
+
+    /// The same argument as a `#[reduce]` parameter's target, refused unless it is one element.
+    pub(crate) fn into_reduction_target(mut self) -> Self {
+        if self.data.slice_len() != Some(1) && self.refused.is_none() {
+            self.refused = Some(format!(
+                "is a reduction's target of {} elements: it must hold exactly one (a DeviceVec of \
+                 length 1, or a one-element view)",
+                self.data.slice_len().unwrap_or(0)
+            ));
+        }
+        self.reduction_target = true;
+        self
+    }
+
     /// An argument the launch refuses with `Err(InvalidArgument)` giving `reason`, before
     /// anything moves (an array view that is not contiguous, say).
     pub fn refused(reason: String) -> Self {
@@ -251,6 +282,7 @@ impl<'a> KernelArg<'a> {
             uses: None,
             extents: Vec::new(),
             refused: None,
+            reduction_target: false,
             _borrow: PhantomData,
         }
     }

@@ -182,7 +182,15 @@ impl<'d> Launch<'d> {
             Some(grid) => grid,
             None => {
                 let per_block = block.count().max(1);
-                let blocks = if device.kind() == BackendKind::Host {
+                let blocks = if kernel.share == ThreadShare::Reduction {
+                    // Each block's total waits for the block's barriers, and the last block
+                    // combines them all: one block per worker (per resident block on a GPU),
+                    // the threads walking the data grid-stride.
+                    let one_per_thread = items.div_ceil(per_block).max(1);
+                    let resident = limits.multiprocessors as u64
+                        * (limits.threads_per_multiprocessor as u64 / per_block).max(1);
+                    one_per_thread.min(resident.max(1))
+                } else if device.kind() == BackendKind::Host {
                     // A GPU thread costs a plain call there, and with one element per thread
                     // each worker's range of threads walks consecutive elements (backend::host).
                     // A `#[grid]` kernel's thread walks a strip item of its own: with one per
@@ -240,7 +248,7 @@ fn refused(kernel: &'static Kernel, i: usize, reason: &str) -> Error {
 fn per_thread(kernel: &Kernel, elem_size: u64) -> u64 {
     let batched = DEFAULT_ELEMENTS_PER_THREAD.max(DEFAULT_BYTES_PER_THREAD / elem_size.max(1));
     match kernel.share {
-        ThreadShare::Batched => batched,
+        ThreadShare::Batched | ThreadShare::Reduction => batched,
         ThreadShare::OneElement => 1,
         ThreadShare::Strip(bytes) => batched.max(bytes / elem_size.max(1)),
     }
@@ -250,7 +258,7 @@ fn per_thread(kernel: &Kernel, elem_size: u64) -> u64 {
 fn host_per_thread(kernel: &Kernel, elem_size: u64) -> u64 {
     match kernel.share {
         ThreadShare::Strip(bytes) => (bytes / elem_size.max(1)).max(1),
-        ThreadShare::Batched | ThreadShare::OneElement => 1,
+        ThreadShare::Batched | ThreadShare::OneElement | ThreadShare::Reduction => 1,
     }
 }
 
@@ -265,10 +273,12 @@ fn default_blocks(items: u64, per_thread: u64, per_block: u64, limits: &Limits) 
 }
 
 /// The element count the default grid covers and the size of those elements: the longest output
-/// (atomics are shared, not outputs split among the threads), else the longest input.
+/// (atomics are shared, not outputs split among the threads, and neither are the targets of
+/// reductions), else the longest input.
 fn default_items(args: &[KernelArg<'_>]) -> (u64, u64) {
     let longest = |output: bool| {
         args.iter()
+            .filter(|a| !a.reduction_target)
             .filter(|a| a.data.is_output() == output)
             .filter_map(|a| Some((a.data.slice_len()?, a.data.elem_size()?)))
             .max_by_key(|&(len, _)| len)

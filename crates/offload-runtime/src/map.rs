@@ -236,3 +236,43 @@ macro_rules! wrapped_outputs {
     )*};
 }
 wrapped_outputs!(To => To, From => From, ToFrom => ToFrom, Alloc => Alloc);
+
+/// What a `#[reduce]` kernel parameter accepts: the value the launch's total is folded into.
+/// A host value (`&mut total`) is copied to the device and back once the kernel succeeded; one
+/// element of device memory (a `DeviceVec` of length 1, a one-element view or stream-scope
+/// slice) stays there, so that a loop of launches on a stream reads nothing back.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be passed for a `#[reduce]` parameter of `{T}`",
+    label = "expected `&mut {T}`, `&mut DeviceVec<{T}>` of length 1 or a one-element device view",
+    note = "on a stream, a reduction goes to device memory: a `DeviceVec` of length 1, say"
+)]
+pub trait ReduceInto<T: DeviceCopy> {
+    #[doc(hidden)]
+    fn into_kernel_arg<'a>(self) -> KernelArg<'a>
+    where
+        Self: 'a;
+}
+
+impl<T: DeviceCopy> ReduceInto<T> for &mut T {
+    fn into_kernel_arg<'a>(self) -> KernelArg<'a>
+    where
+        Self: 'a,
+    {
+        output(std::slice::from_mut(self), OutKind::ToFrom).into_reduction_target()
+    }
+}
+
+macro_rules! device_reduce_targets {
+    ($($ty:ty),*) => {$(
+        impl<T: DeviceCopy> ReduceInto<T> for $ty {
+            fn into_kernel_arg<'a>(self) -> KernelArg<'a> where Self: 'a {
+                OutArg::<T>::into_kernel_arg(self).into_reduction_target()
+            }
+        }
+    )*};
+}
+device_reduce_targets!(
+    &mut crate::DeviceVec<T>,
+    crate::DeviceViewMut<'_, T>,
+    crate::DeviceSlice<'_, T>
+);

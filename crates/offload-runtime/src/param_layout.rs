@@ -65,6 +65,7 @@ impl KeptParams {
         device: &Device,
         kernel: &'static str,
         args: &[KernelArg<'_>],
+        blocks: u64,
         place: impl FnMut(HostData) -> Result<DevicePtr>,
     ) -> Result<usize> {
         if let Some(written) = self.write_over(device, kernel, args) {
@@ -73,7 +74,7 @@ impl KeptParams {
         // A packing that fails half-way leaves no layout to write over.
         self.layout.clear();
         self.params.clear();
-        let resident = pack_into(&mut self.params, device, kernel, args, place)?;
+        let resident = pack_into(&mut self.params, device, kernel, args, blocks, place)?;
         let offsets = self.params.params();
         let mut first = 0;
         for arg in args {
@@ -164,7 +165,7 @@ mod tests {
 
     /// Packed afresh, as the generic launch packs.
     fn fresh(device: &Device, args: &[KernelArg<'_>]) -> (Vec<crate::backend::Param>, Vec<u8>) {
-        let (params, _) = crate::transfer::pack(device, "k", args, place).unwrap();
+        let (params, _) = crate::transfer::pack(device, "k", args, 1, place).unwrap();
         // SAFETY: as above.
         let bytes = unsafe { std::slice::from_raw_parts(params.as_ptr(), params.size()) };
         (params.params().to_vec(), bytes.to_vec())
@@ -182,7 +183,7 @@ mod tests {
             on_device(0x1000, 4).with_extents(&[2, 2]),
             KernelArg::value(&b),
         ];
-        kept.pack(&device, "k", &first, |_| unreachable!()).unwrap();
+        kept.pack(&device, "k", &first, 1, |_| unreachable!()).unwrap();
         assert_eq!(packed(&kept), fresh(&device, &first));
         // The same kinds: written in place.
         let (a, b) = (7u8, -1.0f64);
@@ -191,7 +192,7 @@ mod tests {
             on_device(0x2000, 6).with_extents(&[3, 2]),
             KernelArg::value(&b),
         ];
-        kept.pack(&device, "k", &second, |_| unreachable!())
+        kept.pack(&device, "k", &second, 1, |_| unreachable!())
             .unwrap();
         assert_eq!(packed(&kept), fresh(&device, &second));
         // Other kinds (a u32 where a u8 was, a slice without extents): laid out anew.
@@ -200,7 +201,7 @@ mod tests {
             on_device(0x3000, 8),
             KernelArg::value(&b),
         ];
-        kept.pack(&device, "k", &third, place).unwrap();
+        kept.pack(&device, "k", &third, 1, place).unwrap();
         assert_eq!(packed(&kept), fresh(&device, &third));
         // Host data where device data was, of the same kind: placed, then packed anew.
         let host = [1.0f32; 8];
@@ -209,9 +210,9 @@ mod tests {
             KernelArg::slice(&host),
             KernelArg::value(&b),
         ];
-        kept.pack(&device, "k", &fourth, place).unwrap();
+        kept.pack(&device, "k", &fourth, 1, place).unwrap();
         assert_eq!(packed(&kept), fresh(&device, &fourth));
-        kept.pack(&device, "k", &third, place).unwrap();
+        kept.pack(&device, "k", &third, 1, place).unwrap();
         assert_eq!(packed(&kept), fresh(&device, &third));
     }
 
@@ -224,13 +225,13 @@ mod tests {
             |device: &Device, addr| KernelArg::resident::<f32>(device.id(), addr, 4, false, None);
         let mut kept = KeptParams::default();
         let good = [KernelArg::value(&n), on(&device, 0x1000)];
-        kept.pack(&device, "k", &good, |_| unreachable!()).unwrap();
+        kept.pack(&device, "k", &good, 1, |_| unreachable!()).unwrap();
         // Another layout, refused after its first parameter was packed.
         let refused = [KernelArg::value(&1u8), on(&other, 0x2000)];
         assert!(kept
-            .pack(&device, "k", &refused, |_| unreachable!())
+            .pack(&device, "k", &refused, 1, |_| unreachable!())
             .is_err());
-        kept.pack(&device, "k", &good, |_| unreachable!()).unwrap();
+        kept.pack(&device, "k", &good, 1, |_| unreachable!()).unwrap();
         assert_eq!(packed(&kept), fresh(&device, &good));
     }
 }

@@ -723,7 +723,13 @@ fn queue_launch<M: StreamMode>(
         }
         Ok::<(), Error>(())
     };
-    let resident = params.pack(device, kernel.name, args, |data| match data {
+    let resident = params.pack(device, kernel.name, args, shape.grid.count(), |data| match data {
+        HostData::Scratch { bytes } => {
+            let d = alloc(backend, kernel, bytes, buffers)?;
+            // SAFETY: `d` holds `bytes` >= the header.
+            unsafe { backend.fill_zero(d, offload_kernel::reduce::SCRATCH_HEADER)? };
+            Ok(d)
+        }
         HostData::Input {
             present_only: true, ..
         } => Err(Error::InvalidLaunch {

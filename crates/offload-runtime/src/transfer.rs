@@ -54,7 +54,8 @@ impl Drop for Buffers<'_> {
         for &(device, host, bytes) in &self.own {
             // SAFETY: allocated by this launch from this backend, and no longer in use.
             unsafe { self.backend.free(device) };
-            if self.traced {
+            // A reduction's scratch maps no host bytes.
+            if self.traced && bytes > 0 {
                 trace::unmap(self.backend.name(), host, bytes);
             }
         }
@@ -69,6 +70,17 @@ impl Drop for Buffers<'_> {
 }
 
 impl Buffers<'_> {
+    /// Device memory of `bytes` for this launch alone, its first `zeroed` bytes zeroed (a
+    /// reduction's scratch).
+    fn scratch(&mut self, kernel: &'static str, bytes: usize, zeroed: usize) -> Result<DevicePtr> {
+        let device = self.backend.alloc(kernel, bytes)?;
+        // Not traced: no host data is mapped.
+        self.own.push((device, 0, 0));
+        // SAFETY: `device` holds `bytes` >= `zeroed`.
+        unsafe { self.backend.fill_zero(device, zeroed)? };
+        Ok(device)
+    }
+
     /// A device copy of host bytes for this launch: copied in for `copy_in`, zeroed otherwise;
     /// with its bounce slot when it is small (`copy_back`: one is wanted for the copy back too).
     fn map(
@@ -145,20 +157,25 @@ pub(crate) enum HostData {
         bytes: usize,
         kind: OutKind,
     },
+    /// A reduction's scratch of `bytes` (see `ArgData::Scratch`): device memory for this launch,
+    /// its header zeroed.
+    Scratch { bytes: usize },
 }
 
 /// The packed parameters of a launch of `kernel` on `device`, and how many arguments were
 /// already on it: values by value, device-resident data as it is, inputs in place on a device
 /// whose memory is the host's, empty slices as null elsewhere, other host slices where `place`
-/// put them. Slices pass as (address, length).
+/// put them. Slices pass as (address, length), a reduction's scratch for a grid of `blocks` as
+/// (address, `blocks`).
 pub(crate) fn pack(
     device: &Device,
     kernel: &'static str,
     args: &[KernelArg<'_>],
+    blocks: u64,
     place: impl FnMut(HostData) -> Result<DevicePtr>,
 ) -> Result<(PackedArgs, usize)> {
     let mut params = PackedArgs::with_capacity(args.len() * 2);
-    let resident = pack_into(&mut params, device, kernel, args, place)?;
+    let resident = pack_into(&mut params, device, kernel, args, blocks, place)?;
     Ok((params, resident))
 }
 
@@ -168,6 +185,7 @@ pub(crate) fn pack_into(
     device: &Device,
     kernel: &'static str,
     args: &[KernelArg<'_>],
+    blocks: u64,
     mut place: impl FnMut(HostData) -> Result<DevicePtr>,
 ) -> Result<usize> {
     let host_memory = device.memory_is_host();
@@ -189,6 +207,10 @@ pub(crate) fn pack_into(
                 check_resident(kernel, device, on)?;
                 resident += 1;
                 (DevicePtr(addr), len)
+            }
+            ArgData::Scratch { elem_size } => {
+                let bytes = offload_kernel::reduce::SCRATCH_HEADER + blocks as usize * elem_size;
+                (place(HostData::Scratch { bytes })?, blocks as usize)
             }
             ArgData::Slice { ptr, len, .. } if host_memory => (in_place(ptr), len),
             ArgData::SliceMut { ptr, len, .. } if host_memory && arg.data.slice_bytes() == 0 => {
@@ -267,7 +289,11 @@ pub(crate) fn launch(
     let mut copy_back = Vec::new();
     // Whether an output is worked on in a copy (not saved in `backups`).
     let mut outputs_copied = false;
-    let (params, resident) = pack(device, kernel, args, |data| match data {
+    let (params, resident) = pack(device, kernel, args, shape.grid.count(), |data| match data {
+        HostData::Scratch { bytes } => {
+            let header = offload_kernel::reduce::SCRATCH_HEADER;
+            Ok(buffers.scratch(kernel, bytes, header)?)
+        }
         HostData::Input {
             ptr,
             bytes,
