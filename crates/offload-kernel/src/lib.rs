@@ -64,6 +64,7 @@ mod wide;
 mod wide_cut;
 mod wide_element;
 mod wide_lanes;
+mod wide_read;
 
 pub use async_copy::{
     commit_async_copies, copy_async_chunk, copy_async_chunk_unchecked, wait_async_copies,
@@ -102,6 +103,7 @@ pub use warp::{
 pub use wide::WideSlice;
 pub use wide_element::{WideElement, WIDE_BYTES};
 pub use wide_lanes::WideInputs;
+pub use wide_read::for_each_mine_wide;
 
 /// The host backend's allocation behind one `shared!` site (used by the macro).
 #[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]

@@ -30,6 +30,9 @@ pub trait WideInputs: sealed::Sealed {
     /// The 16-byte chunks of every member at one index.
     #[doc(hidden)]
     type Chunks;
+    /// The first member's address.
+    #[doc(hidden)]
+    fn address(&self) -> usize;
     /// The shortest member's length.
     #[doc(hidden)]
     fn shortest_len(&self) -> usize;
@@ -61,6 +64,11 @@ impl<T: WideElement> WideInputs for &[T] {
     type Elements = T;
     const ELEMENT_SIZE: usize = size_of::<T>();
     type Chunks = T::Chunk;
+
+    #[inline(always)]
+    fn address(&self) -> usize {
+        self.as_ptr() as usize
+    }
 
     #[inline(always)]
     fn shortest_len(&self) -> usize {
@@ -112,6 +120,11 @@ macro_rules! tuple_inputs {
             type Elements = ($($member::Elements,)+);
             const ELEMENT_SIZE: usize = one_size(&[$($member::ELEMENT_SIZE),+]);
             type Chunks = ($($member::Chunks,)+);
+
+            #[inline(always)]
+            fn address(&self) -> usize {
+                self.0.address()
+            }
 
             #[inline(always)]
             fn shortest_len(&self) -> usize {
@@ -166,6 +179,11 @@ impl<T: WideElement> WideInputs for OldValues<T> {
     type Elements = T;
     const ELEMENT_SIZE: usize = size_of::<T>();
     type Chunks = T::Chunk;
+
+    #[inline(always)]
+    fn address(&self) -> usize {
+        self.ptr as usize
+    }
 
     #[inline(always)]
     fn shortest_len(&self) -> usize {

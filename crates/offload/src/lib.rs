@@ -116,7 +116,7 @@ pub mod prelude {
     };
     pub use offload_kernel::{
         block_dim, block_idx, dynamic_shared, fence_block, fence_device, fence_system, global_id,
-        global_threads, grid_dim, grid_stride, sync_threads, thread_idx, tile_starts, Atomic,
+        global_threads, grid_dim, grid_stride, for_each_mine_wide, sync_threads, thread_idx, tile_starts, Atomic,
         BlockTiles, DeviceCopy, Dim3, Grid2, Grid3, GridOut2, GridOut3, Neighbours2, Neighbours3,
         Reduce, Scattered, SharedSlice, ThreadSlice, ThreadWindow, Tile, TileStarts, WideElement,
         WideSlice, Window2, Window3,

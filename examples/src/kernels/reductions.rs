@@ -6,20 +6,16 @@ use offload::prelude::*;
 /// `*total += Σ x[i]`.
 #[offload::kernel]
 pub fn sum_f32(x: &[f32], #[reduce(sum)] total: &mut f32) {
-    for i in grid_stride(x.len()) {
-        *total += x[i];
-    }
+    for_each_mine_wide(x, |_, x| *total += x);
 }
 
 /// `*total += Σ x[i]`.
 #[offload::kernel]
 pub fn sum_f64(x: &[f64], #[reduce(sum)] total: &mut f64) {
-    for i in grid_stride(x.len()) {
-        *total += x[i];
-    }
+    for_each_mine_wide(x, |_, x| *total += x);
 }
 
-/// `*total += Σ x[i]`, wrapping on overflow.
+/// `*total += Σ x[i]`, wrapping on overflow (a plain grid-stride loop).
 #[offload::kernel]
 pub fn sum_u32(x: &[u32], #[reduce(sum)] total: &mut u32) {
     for i in grid_stride(x.len()) {
@@ -30,19 +26,13 @@ pub fn sum_u32(x: &[u32], #[reduce(sum)] total: &mut u32) {
 /// `*total += Σ x[i]·y[i]` over the shorter of the two.
 #[offload::kernel]
 pub fn dot_f64(x: &[f64], y: &[f64], #[reduce(sum)] total: &mut f64) {
-    let n = x.len().min(y.len());
-    for i in grid_stride(n) {
-        *total += x[i] * y[i];
-    }
+    for_each_mine_wide((x, y), |_, (x, y)| *total += x * y);
 }
 
 /// `*total += Σ x[i]·y[i]` in f32.
 #[offload::kernel]
 pub fn dot_f32(x: &[f32], y: &[f32], #[reduce(sum)] total: &mut f32) {
-    let n = x.len().min(y.len());
-    for i in grid_stride(n) {
-        *total += x[i] * y[i];
-    }
+    for_each_mine_wide((x, y), |_, (x, y)| *total += x * y);
 }
 
 /// The least and the greatest of `x`, folded into `lo` and `hi`, and the product of its
@@ -100,12 +90,12 @@ impl Reduce for MinLoc {
 /// The least element of `x` and its index (`MinLoc`).
 #[offload::kernel]
 pub fn argmin(x: &[f32], #[reduce] best: &mut MinLoc) {
-    for i in grid_stride(x.len()) {
+    for_each_mine_wide(x, |i, value| {
         *best = best.combine(MinLoc {
-            value: x[i],
+            value,
             index: i as u32,
-        });
-    }
+        })
+    });
 }
 
 /// `y = a·x + y`, and `*norm2 += Σ y[i]²` of the new `y`: a reduction beside an output.

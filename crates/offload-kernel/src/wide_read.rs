@@ -1,0 +1,71 @@
+//! The input-only 16-byte walk: each element of this thread's grid-stride share of one or more
+//! slices, loaded 16 bytes at a time with four loads in flight — the loop of a reduction, which
+//! reads much and writes nothing but its accumulator.
+
+use crate::index::GridStride;
+use crate::wide_cut::Cut;
+use crate::wide_element::WIDE_BYTES;
+use crate::wide_lanes::WideInputs;
+
+/// Call `f` with each index and the elements there of this thread's share of `inputs` (a slice, or a
+/// tuple of up to eight slices whose elements all have one size; the tuple's elements for a
+/// tuple), as [`grid_stride`](crate::grid_stride) would give them out, but 16 bytes per load:
+/// together the threads of a launch visit every index below the shortest input's length once,
+/// whatever the launch shape. The aligned middle goes in 16-byte chunks (thread `g` takes chunks
+/// `g`, `g + T`, …, four at a time), the unaligned ends element by element; when the inputs sit
+/// at different offsets from a 16-byte boundary, everything goes element by element.
+///
+/// A dot product: `for_each_mine_wide((x, y), |_, (x, y)| *total += x * y)` in a kernel taking
+/// `#[reduce(sum)] total: &mut f32`.
+#[inline(always)]
+pub fn for_each_mine_wide<I: WideInputs>(inputs: I, mut f: impl FnMut(usize, I::Elements)) {
+    let size = I::ELEMENT_SIZE;
+    let len = inputs.shortest_len();
+    let first = inputs.address();
+    let alike = inputs.differing_bits(first) % WIDE_BYTES == 0;
+    let cut = Cut::of(first, alike, len, size);
+    let lanes = WIDE_BYTES / size;
+    let at = |c: usize| cut.head + c * lanes;
+    // SAFETY (every `load_chunks` below): chunk c's elements at(c)..at(c) + lanes lie within
+    // every input (c < cut.chunks), and at(c) is 16-byte aligned in the first input (the head
+    // reaches its first boundary) and so in every input (same offset from a boundary).
+    let each = |f: &mut dyn FnMut(usize, I::Elements), c: usize, x: &I::Chunks| {
+        for k in 0..lanes {
+            f(at(c) + k, I::lane(x, k));
+        }
+    };
+    #[cfg(any(target_arch = "nvptx64", target_arch = "amdgpu"))]
+    {
+        let (mut c, stride) = (crate::global_id(), crate::global_threads());
+        // Every load first, then the elements: four 16-byte loads in flight per thread.
+        while c + 3 * stride < cut.chunks {
+            let x0 = unsafe { inputs.load_chunks(at(c)) };
+            let x1 = unsafe { inputs.load_chunks(at(c + stride)) };
+            let x2 = unsafe { inputs.load_chunks(at(c + 2 * stride)) };
+            let x3 = unsafe { inputs.load_chunks(at(c + 3 * stride)) };
+            each(&mut f, c, &x0);
+            each(&mut f, c + stride, &x1);
+            each(&mut f, c + 2 * stride, &x2);
+            each(&mut f, c + 3 * stride, &x3);
+            c += 4 * stride;
+        }
+        while c < cut.chunks {
+            let x = unsafe { inputs.load_chunks(at(c)) };
+            each(&mut f, c, &x);
+            c += stride;
+        }
+    }
+    // On the host, where one call may run a range of threads (`GridStride` knows how).
+    #[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
+    for c in GridStride::mine(cut.chunks, 0) {
+        let x = unsafe { inputs.load_chunks(at(c)) };
+        each(&mut f, c, &x);
+    }
+    // The head and tail, numbered one after the other and shared out grid-stride too.
+    let ends = cut.head + cut.tail;
+    for j in GridStride::mine(ends, 0) {
+        let i = if j < cut.head { j } else { len - ends + j };
+        // SAFETY: i < len, within every input.
+        f(i, unsafe { inputs.load(i) });
+    }
+}
