@@ -69,7 +69,9 @@ fn every_readme_example_line_is_in_a_doctest() {
     let read = |p: &str| std::fs::read_to_string(root.join(p)).unwrap();
     let mut doctests = visible_doctest_lines(&read("crates/offload/src/crate_docs.md"));
     for chapter in guide_chapters(&root) {
-        doctests.extend(visible_doctest_lines(&read(&format!("docs/guide/{chapter}"))));
+        doctests.extend(visible_doctest_lines(&read(&format!(
+            "docs/guide/{chapter}"
+        ))));
     }
     for file in [
         "crates/offload/src/lib.rs",
@@ -234,13 +236,18 @@ fn anchors(text: &str) -> Vec<String> {
 fn every_guide_chapter_is_a_doctest() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
     let chapters = guide_chapters(&root);
-    assert!(chapters.len() >= 9, "docs/guide/SUMMARY.md lists too few chapters: {chapters:?}");
+    assert!(
+        chapters.len() >= 9,
+        "docs/guide/SUMMARY.md lists too few chapters: {chapters:?}"
+    );
     let lib = std::fs::read_to_string(root.join("crates/offload/src/lib.rs")).unwrap();
     let mut problems = Vec::new();
     for chapter in &chapters {
         let include = format!("include_str!(\"../../../docs/guide/{chapter}\")");
         if !lib.contains(&include) {
-            problems.push(format!("{chapter}: not a doctest module in crates/offload/src/lib.rs"));
+            problems.push(format!(
+                "{chapter}: not a doctest module in crates/offload/src/lib.rs"
+            ));
         }
     }
     let mut rust_blocks = 0;
@@ -258,10 +265,16 @@ fn every_guide_chapter_is_a_doctest() {
             info.split(',').any(|t| t.trim() == "rust") && !compiled_rust(info)
         });
         if !untested.is_empty() {
-            problems.push(format!("{name}: {} Rust example(s) that rustdoc would not run", untested.len()));
+            problems.push(format!(
+                "{name}: {} Rust example(s) that rustdoc would not run",
+                untested.len()
+            ));
         }
     }
-    assert!(rust_blocks >= 30, "the guide's Rust examples were not found ({rust_blocks})");
+    assert!(
+        rust_blocks >= 30,
+        "the guide's Rust examples were not found ({rust_blocks})"
+    );
     assert!(problems.is_empty(), "{}", problems.join("\n"));
 }
 
@@ -311,7 +324,13 @@ fn relative_links_of_the_docs_lead_somewhere() {
 
 #[test]
 fn anchors_are_github_s() {
-    assert_eq!(anchor(" Element-wise, 16 bytes at a time"), "element-wise-16-bytes-at-a-time");
+    assert_eq!(
+        anchor(" Element-wise, 16 bytes at a time"),
+        "element-wise-16-bytes-at-a-time"
+    );
     assert_eq!(anchor(" `cargo offload`"), "cargo-offload");
-    assert_eq!(links("see [a](b.md#c) and `[x](y)`\n```\n[p](q)\n```\n![i](j.png)"), ["b.md#c", "j.png"]);
+    assert_eq!(
+        links("see [a](b.md#c) and `[x](y)`\n```\n[p](q)\n```\n![i](j.png)"),
+        ["b.md#c", "j.png"]
+    );
 }
