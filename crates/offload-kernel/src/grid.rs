@@ -68,9 +68,8 @@ pub(crate) fn div_rem(i: usize, n: usize, narrow: bool) -> (usize, usize) {
 /// Whether `c + lo ..= c + hi` lies in `0..n` (`lo <= 0 <= hi`; `n` is one of the grid's `u32`
 /// extents). Written as compares of `c` with bounds that depend on the grid alone, which a loop
 /// computes once, in 32 bits. The 64-bit `c + hi < n` per axis (an add and a compare pair each)
-/// left so few registers in examples/parity's `corners` f64 that ptxas interleaved the eight
-/// corner loads with the sums, three trips to memory per cell instead of one (H200: 1.01x CUDA
-/// C's time before, 0.93x after).
+/// took so many registers that ptxas split a cell's loads into several trips to memory
+/// (examples/parity's `corners`).
 #[inline(always)]
 fn spans(c: usize, n: usize, lo: isize, hi: isize) -> bool {
     let below = (n as u32).saturating_sub(u32::try_from(hi).unwrap_or(u32::MAX));

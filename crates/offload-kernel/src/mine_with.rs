@@ -3,7 +3,7 @@
 //!
 //! Zipping two [`ThreadSlice::iter_mine`] iterators gives the same pairs, but the compiler keeps
 //! the second iterator's pending item in memory (a local-memory store and load per element on
-//! the GPU): a physics update with two outputs ran 1.2–1.5× slower than CUDA C that way.
+//! the GPU).
 
 use crate::index::{slice_len, GridStride};
 use crate::output_saving::before_writing;

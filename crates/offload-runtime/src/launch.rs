@@ -15,19 +15,15 @@ use offload_kernel::Dim3;
 /// Threads per block when the launch does not say.
 pub const DEFAULT_BLOCK: u32 = 256;
 
-/// Elements each thread handles in a default launch, once the grid fills the device. Measured on
-/// an H200: saxpy (2^28 f32) reached 0.71x of a device-to-device memcpy at one element per
-/// thread, 0.84x at eight; over the parity suite (examples/parity, 2^25 elements) four is the
-/// best single choice: scattered f64 stores ran at 1.33x CUDA C's time at eight, 1.10x at four,
-/// 1.03x at two, while the stencils and the shared-memory assembly lose 2-6 % at two. More does
-/// not pay for a block's set-up and barriers either: the shared-memory assembly (tiles of a
-/// block per thread) ran f32 at 1.05x at four, 1.04-1.05x at eight and sixteen, f64 at 1.00x at
-/// four, 1.01-1.02x at eight and sixteen (docs/PERFORMANCE.md, parity5).
+/// Elements each thread handles in a default launch, once the grid fills the device. Fewer
+/// leave streaming kernels short of the memory's bandwidth; more slow down scattered stores and
+/// do not pay for a block's set-up. Four was the best single choice over examples/parity
+/// (docs/PERFORMANCE.md, "Why the defaults are what they are").
 pub const DEFAULT_ELEMENTS_PER_THREAD: u64 = 4;
 
 /// Bytes each thread covers at least in a default launch: one 16-byte access of the `#[wide]`
-/// ownership loops (`update_mine_wide`). With four 2-byte elements per thread, half of the
-/// threads of an `f16` axpy had no chunk (0.76x of a memcpy against 0.91x at eight).
+/// ownership loops (`update_mine_wide`), so that threads of 2-byte elements each get a whole
+/// chunk.
 pub const DEFAULT_BYTES_PER_THREAD: u64 = 16;
 
 /// Most threads one launch may have. GPU kernels compute their thread ids in 32-bit arithmetic
@@ -242,9 +238,7 @@ fn refused(kernel: &'static Kernel, i: usize, reason: &str) -> Error {
 }
 
 /// Elements per thread of a default GPU launch, as the kernel's `ThreadShare` says. One for a
-/// kernel that scatters, whose threads would otherwise wait out one index load after another
-/// (H200, examples/parity: scatter f64 at 1.11x CUDA C's time with four elements per thread,
-/// 1.00x with one).
+/// kernel that scatters, whose threads would otherwise wait out one index load after another.
 fn per_thread(kernel: &Kernel, elem_size: u64) -> u64 {
     let batched = DEFAULT_ELEMENTS_PER_THREAD.max(DEFAULT_BYTES_PER_THREAD / elem_size.max(1));
     match kernel.share {

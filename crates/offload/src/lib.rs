@@ -138,6 +138,31 @@ macro_rules! embed_images {
     };
 }
 
+/// The user guide (`docs/guide/`, one module per chapter): its Rust examples compile and run as
+/// doctests of this crate (`tests/readme_examples.rs` checks that every chapter is here). Only
+/// under `cfg(doctest)`: the guide lies outside the crate's package.
+#[cfg(doctest)]
+pub mod guide {
+    #[doc = include_str!("../../../docs/guide/getting-started.md")]
+    pub mod getting_started {}
+    #[doc = include_str!("../../../docs/guide/writing-kernels.md")]
+    pub mod writing_kernels {}
+    #[doc = include_str!("../../../docs/guide/data-movement.md")]
+    pub mod data_movement {}
+    #[doc = include_str!("../../../docs/guide/streams-and-graphs.md")]
+    pub mod streams_and_graphs {}
+    #[doc = include_str!("../../../docs/guide/patterns.md")]
+    pub mod patterns {}
+    #[doc = include_str!("../../../docs/guide/platforms.md")]
+    pub mod platforms {}
+    #[doc = include_str!("../../../docs/guide/performance.md")]
+    pub mod performance {}
+    #[doc = include_str!("../../../docs/guide/porting.md")]
+    pub mod porting {}
+    #[doc = include_str!("../../../docs/guide/troubleshooting.md")]
+    pub mod troubleshooting {}
+}
+
 /// Items the generated code uses on the host; not a stable API.
 #[doc(hidden)]
 #[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]

@@ -77,7 +77,7 @@ pub const WINDOW: usize = 8;
 /// `max_registers = 24`: uncapped, ptxas issues all eight loads of a window back to back in
 /// every thread, and warps that each walk several elements fill the load queue (f64 ran 4 % over
 /// nvcc's time on the H200); at 24 registers it issues six, starts adding, then issues the rest
-/// (docs/PERFORMANCE.md, parity8 and maxreg8).
+/// (docs/PERFORMANCE.md, "Why the defaults are what they are").
 #[offload::kernel(instances(T = f32 | f64), max_registers = 24)]
 pub fn window_sum<T: Value>(x: &[T], sums: &mut [T]) {
     for (i, s) in sums.iter_mine() {

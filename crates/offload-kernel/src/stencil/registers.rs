@@ -59,8 +59,8 @@ impl Walk for Registers {
     }
 }
 
-/// Rows a 2D walk has in flight beyond the three it computes with. Two: on an H200 the interior
-/// walk takes 48 registers with one or two, and two was the faster (docs/PERFORMANCE.md).
+/// Rows a 2D walk has in flight beyond the three it computes with. Two fit the same registers
+/// as one and were faster (docs/PERFORMANCE.md, "Why the defaults are what they are").
 const AHEAD: usize = 2;
 
 /// Planes a 3D walk has in flight beyond the three it computes with (three loads each).

@@ -211,9 +211,8 @@ impl CudaBackend {
 /// Lets the device's default memory pool (which `cuMemAllocAsync` draws from) keep freed memory
 /// instead of returning it to the device at every synchronization: a region or launch that
 /// allocates what an earlier one freed then reuses it, and a copy after a large free does not
-/// wait for the driver to unmap it (measured on the H200: 1 GiB updates after a 1 GiB free ran at
-/// 0.85× of pinned memcpy, the same copies elsewhere at 0.96×). `alloc` returns the cache to the
-/// device before reporting out-of-memory, and `release` returns it too.
+/// wait for the driver to unmap it. `alloc` returns the cache to the device before reporting
+/// out-of-memory, and `release` returns it too.
 fn keep_freed_memory(ctx: &CudaContext) -> std::result::Result<(), DriverError> {
     let mut keep_all = u64::MAX;
     // SAFETY: the device comes from a live context; the threshold attribute takes a u64, which
