@@ -5,6 +5,8 @@
 //!
 //! - The relative path is the app package's, not the generated device crate's in OUT_DIR (which
 //!   failed with "failed to read …/out/mathlib/Cargo.toml").
+//! - The host build of a kernels module that imports `offload::prelude::*` but whose kernels use
+//!   only `iter_mine` (the README's first example) has no unused-import warning.
 //!
 //! The scratch crates build in `<target>/tmp/offload-scratch-target`, shared with the other
 //! scratch-crate tests, so offload and its dependencies are compiled once for all of them.
@@ -119,7 +121,7 @@ fn scratch_workspace(name: &str) -> PathBuf {
 }
 
 #[test]
-fn relative_path_dependency() {
+fn relative_path_dependency_and_no_unused_prelude_warning() {
     let dir = scratch_workspace("offload-relative-path-dependency");
     let out = cargo(&dir, &["run", "--release", "-p", "app"]);
     let stderr = String::from_utf8_lossy(&out.stderr);
@@ -129,6 +131,10 @@ fn relative_path_dependency() {
         "the scratch crate failed to build or run:\n{stderr}\n{stdout}"
     );
     assert!(stdout.contains("scale: ok"), "{stdout}");
+    assert!(
+        !stderr.contains("unused import"),
+        "the kernels module's prelude import warns:\n{stderr}"
+    );
     assert!(
         !stderr.contains("warning: app@") || stderr.contains("no device toolchain"),
         "the build script warns:\n{stderr}"
