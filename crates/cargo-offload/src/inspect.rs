@@ -119,7 +119,7 @@ fn show(image: &RecordImage<'_>, kernel: &str, out: &mut dyn Write) -> io::Resul
             } else {
                 Err(
                     "not shown: neither cuobjdump nor nvdisasm is on PATH (both come with the \
-                     CUDA toolkit, or the nvidia-cuda-cuobjdump-cu12 / nvidia-cuda-nvdisasm-cu12 \
+                     CUDA toolkit, or the nvidia-cuda-cuobjdump / nvidia-cuda-nvdisasm \
                      wheels)"
                         .to_string(),
                 )
