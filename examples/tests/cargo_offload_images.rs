@@ -90,3 +90,43 @@ fn a_damaged_record_is_an_error() {
         "{text}"
     );
 }
+
+/// `cargo offload inspect` on this executable: saxpy's PTX entry, exactly as in the embedded PTX
+/// of each architecture (and, built without a device toolchain, the reason there is none).
+#[test]
+fn inspect_shows_a_kernels_ptx_entry() {
+    let embedded = &offload_examples::__OFFLOAD_IMAGES;
+    let args = [
+        "offload".to_string(),
+        "inspect".to_string(),
+        std::env::current_exe().unwrap().display().to_string(),
+        "saxpy".to_string(),
+    ];
+    let mut out = Vec::new();
+    let code = cargo_offload::run(&args, &mut out);
+    let text = String::from_utf8(out).expect("UTF-8 output");
+    if let Some(why) = embedded.unavailable {
+        assert_eq!(code, cargo_offload::NOT_READY, "{text}");
+        assert!(text.contains(&format!("no device images: {why}")), "{text}");
+        return;
+    }
+    assert_eq!(code, cargo_offload::OK, "{text}");
+    assert!(
+        text.starts_with("crate offload-examples: kernel saxpy\n"),
+        "{text}"
+    );
+    let ptx_images = embedded
+        .images
+        .iter()
+        .filter(|i| i.format == ImageFormat::Ptx);
+    let mut any = false;
+    for image in ptx_images {
+        any = true;
+        let ptx = std::str::from_utf8(image.bytes).expect("PTX is text");
+        let start = ptx.find(".visible .entry saxpy(").expect("saxpy's entry");
+        let end = start + ptx[start..].find("\n}").expect("the entry's end") + 2;
+        let shown = format!("== PTX {}\n{}\n", image.target, &ptx[start..end]);
+        assert!(text.contains(&shown), "{shown:?} not in:\n{text}");
+    }
+    assert!(any, "no PTX image: {text}");
+}

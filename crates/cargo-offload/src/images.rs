@@ -8,40 +8,18 @@ use std::io::{self, Write};
 use std::path::Path;
 
 pub fn run(binary: &Path, out: &mut dyn Write) -> io::Result<i32> {
-    let shown = binary.display();
-    let data = match std::fs::read(binary) {
+    let data = match read(binary) {
         Ok(d) => d,
-        Err(e) => {
-            writeln!(out, "cargo offload: cannot read {shown}: {e}")?;
-            return Ok(BAD_INPUT);
+        Err((code, why)) => {
+            writeln!(out, "{why}")?;
+            return Ok(code);
         }
     };
-    let file = match object::File::parse(&*data) {
-        Ok(f) => f,
-        Err(e) => {
-            writeln!(out, "cargo offload: {shown} is not an ELF program: {e}")?;
-            return Ok(BAD_INPUT);
-        }
-    };
-    let Some(section) = file.section_by_name(SECTION) else {
-        writeln!(
-            out,
-            "{shown}: no device images (no {SECTION} section: the program embeds no offload kernels)"
-        )?;
-        return Ok(NOT_READY);
-    };
-    let records = match section
-        .data()
-        .map_err(|e| e.to_string())
-        .and_then(decode_section)
-    {
+    let records = match records(binary, &data) {
         Ok(r) => r,
-        Err(e) => {
-            writeln!(
-                out,
-                "cargo offload: {shown}: damaged {SECTION} section: {e}"
-            )?;
-            return Ok(BAD_INPUT);
+        Err((code, why)) => {
+            writeln!(out, "{why}")?;
+            return Ok(code);
         }
     };
     let mut any_image = false;
@@ -58,6 +36,52 @@ pub fn run(binary: &Path, out: &mut dyn Write) -> io::Result<i32> {
         show(record, *copies, out)?;
     }
     Ok(if any_image { OK } else { NOT_READY })
+}
+
+/// The program's bytes, or the exit code and message for a file that cannot be read.
+pub(crate) fn read(binary: &Path) -> Result<Vec<u8>, (i32, String)> {
+    std::fs::read(binary).map_err(|e| {
+        (
+            BAD_INPUT,
+            format!("cargo offload: cannot read {}: {e}", binary.display()),
+        )
+    })
+}
+
+/// The image records of a program's `.offload_images` section (`data` is the program), or the
+/// exit code and message: not an ELF program, no section, a damaged section.
+pub(crate) fn records<'a>(
+    binary: &Path,
+    data: &'a [u8],
+) -> Result<Vec<ImageRecord<'a>>, (i32, String)> {
+    let shown = binary.display();
+    let file = object::File::parse(data).map_err(|e| {
+        (
+            BAD_INPUT,
+            format!("cargo offload: {shown} is not an ELF program: {e}"),
+        )
+    })?;
+    let Some(section) = file.section_by_name(SECTION) else {
+        return Err((
+            NOT_READY,
+            format!(
+                "{shown}: no device images (no {SECTION} section: the program embeds no offload kernels)"
+            ),
+        ));
+    };
+    // The section's bytes borrow `data` (the file is parsed in place).
+    let bytes = section.data().map_err(|e| {
+        (
+            BAD_INPUT,
+            format!("cargo offload: {shown}: damaged {SECTION} section: {e}"),
+        )
+    })?;
+    decode_section(bytes).map_err(|e| {
+        (
+            BAD_INPUT,
+            format!("cargo offload: {shown}: damaged {SECTION} section: {e}"),
+        )
+    })
 }
 
 fn show(record: &ImageRecord<'_>, copies: usize, out: &mut dyn Write) -> io::Result<()> {

@@ -1,5 +1,6 @@
-//! `cargo offload`: the device toolchain's health (`doctor`), the devices the runtime sees
-//! (`devices`), and the device images a built program embeds (`images BINARY`).
+//! `cargo offload`: a new project (`new NAME`), the device toolchain's health (`doctor`), the
+//! devices the runtime sees (`devices`), the device images a built program embeds
+//! (`images BINARY`) and one kernel's device code in them (`inspect BINARY KERNEL`).
 //!
 //! Output is plain text on stdout; the exit code says the outcome: [`OK`], [`NOT_READY`] (the
 //! toolchain cannot build device images; the program embeds no device image), [`BAD_INPUT`]
@@ -8,6 +9,8 @@
 mod devices;
 mod doctor;
 mod images;
+mod inspect;
+mod new;
 
 use std::io::Write;
 
@@ -22,6 +25,11 @@ const USAGE: &str = "\
 usage: cargo offload <command>
 
 commands:
+  new NAME [--path DIR]
+                  a project in directory NAME (Cargo.toml, build.rs, src/kernels.rs, src/main.rs)
+                  that builds and runs at once (`cargo run --release`), on the host backend where
+                  there is no GPU. Its offload crates come from crates.io (0.1), or with --path
+                  from the offload checkout DIR.
   doctor          is the device toolchain complete? (rustc, LLVM tools, ptxas, lld, liboffload,
                   drivers, devices); each missing piece with the command that installs it.
                   Exit 0: device images can be built; 1: they cannot.
@@ -29,6 +37,12 @@ commands:
   images BINARY   the device images a built program embeds: per crate, each image's format,
                   target and size, and the kernels. Exit 0: images found; 1: none embedded;
                   2: not a readable program
+  inspect BINARY KERNEL
+                  KERNEL's device code in a built program (every instance of a generic kernel):
+                  the PTX entry; SASS of each cubin (cuobjdump or nvdisasm); AMD ISA of each code
+                  object (llvm-objdump); the SPIR-V function (spirv-dis). A tool not on PATH is
+                  named in place of its listing. Exit 0: shown; 1: no images embedded;
+                  2: no such kernel, or not a readable program
   help            this text
 ";
 
@@ -43,6 +57,8 @@ pub fn run(args: &[String], out: &mut dyn Write) -> i32 {
         [cmd] if cmd == "doctor" => doctor::run(out),
         [cmd] if cmd == "devices" => devices::run(out),
         [cmd, binary] if cmd == "images" => images::run(binary.as_ref(), out),
+        [cmd, binary, kernel] if cmd == "inspect" => inspect::run(binary.as_ref(), kernel, out),
+        [cmd, rest @ ..] if cmd == "new" => new::run(rest, out),
         [cmd] if matches!(cmd.as_str(), "help" | "--help" | "-h") => {
             out.write_all(USAGE.as_bytes()).map(|()| OK)
         }

@@ -164,9 +164,10 @@ impl Kernels {
     /// A crate the kernels module uses, compiled into the device image with it. It must build
     /// without `std` (most crates then need `default-features = false`). `spec` is what follows
     /// `name = ` in a Cargo.toml: a version requirement (`"0.2"`, quotes optional) or an inline
-    /// table (`{ version = "0.2", default-features = false, features = ["libm"] }`; a `path`
-    /// must be absolute). The device build starts from this crate's `Cargo.lock`, so it resolves
-    /// the versions the host build uses.
+    /// table (`{ version = "0.2", default-features = false, features = ["libm"] }`; a relative
+    /// `path` is relative to the package whose build script this is, as in its own Cargo.toml).
+    /// The device build starts from this crate's `Cargo.lock`, so it resolves the versions the
+    /// host build uses.
     ///
     /// ```no_run
     /// // build.rs
@@ -184,6 +185,11 @@ impl Kernels {
         }
         let spec = spec.trim();
         let spec = if spec.starts_with('{') {
+            if let Err(e) = parse_dependency(spec) {
+                panic!(
+                    "offload-build: dependency `{name}`: {spec} is not a TOML inline table: {e}"
+                );
+            }
             spec.to_string()
         } else {
             toml_str(spec.trim_matches('"'))
@@ -288,10 +294,19 @@ impl Kernels {
             find_device_toolchain()
                 .map_err(|e| (e.to_string(), format!(" Install: {}", e.install_hint())))
         };
+        // The device crate lives in OUT_DIR: relative paths are the user's package's.
+        let mut kernels = self.clone();
+        for (name, spec) in &mut kernels.dependencies {
+            *spec = absolute_paths(spec, &manifest_dir)
+                .unwrap_or_else(|e| panic!("offload-build: dependency `{name}`: {e}"));
+        }
+        for p in path_dependency_sources(&kernels.dependencies) {
+            println!("cargo::rerun-if-changed={}", p.display());
+        }
         match toolchain {
             Ok(tc) => device_pass(
                 &tc,
-                self,
+                &kernels,
                 &kernels_file,
                 &offload_root,
                 &manifest_dir,
@@ -406,6 +421,55 @@ pub(crate) fn utf8(p: &Path) -> &str {
 /// A TOML basic string.
 fn toml_str(s: &str) -> String {
     format!("\"{}\"", s.replace('\\', "\\\\").replace('"', "\\\""))
+}
+
+/// A `[dependencies]` value, parsed as TOML.
+fn parse_dependency(spec: &str) -> Result<toml_edit::DocumentMut, toml_edit::TomlError> {
+    format!("dependency = {spec}\n").parse()
+}
+
+/// `spec` with a relative `path` (in an inline table) made absolute against `base`, so that it
+/// means the same from the generated device crate in OUT_DIR as from the user's Cargo.toml.
+fn absolute_paths(spec: &str, base: &Path) -> Result<String, String> {
+    let mut doc = parse_dependency(spec).map_err(|e| format!("{spec}: {e}"))?;
+    let Some(table) = doc["dependency"].as_inline_table_mut() else {
+        return Ok(spec.to_string());
+    };
+    let Some(path) = table.get("path") else {
+        return Ok(spec.to_string());
+    };
+    let path = path
+        .as_str()
+        .ok_or_else(|| format!("{spec}: `path` is not a string"))?;
+    if Path::new(path).is_absolute() {
+        return Ok(spec.to_string());
+    }
+    let absolute = base.join(path);
+    table.insert("path", utf8(&absolute).into());
+    Ok(table.to_string().trim().to_string())
+}
+
+/// What to watch of the `path` dependencies (already absolute): their manifests and sources
+/// go into the device image as much as the kernels module does.
+fn path_dependency_sources(dependencies: &[(String, String)]) -> Vec<PathBuf> {
+    let mut paths = Vec::new();
+    for (_, spec) in dependencies {
+        let Ok(doc) = parse_dependency(spec) else {
+            continue;
+        };
+        let Some(dir) = doc["dependency"].get("path").and_then(|p| p.as_str()) else {
+            continue;
+        };
+        for p in [
+            Path::new(dir).join("Cargo.toml"),
+            Path::new(dir).join("src"),
+        ] {
+            if p.exists() {
+                paths.push(p);
+            }
+        }
+    }
+    paths
 }
 
 fn device_cargo_toml(offload_root: &Path, dependencies: &[(String, String)]) -> String {
@@ -786,6 +850,7 @@ fn image_cache_entry(
     sources.extend(modules.iter().cloned());
     sources.extend(offload_sources(offload_root));
     sources.extend(outer_lockfile(manifest_dir));
+    sources.extend(path_dependency_sources(&kernels.dependencies));
     let inputs = image_cache::PassInputs {
         tc,
         cargo,
@@ -1036,6 +1101,35 @@ mod tests {
                 ("libm".to_string(), "\"0.2.8\"".to_string()),
             ]
         );
+    }
+
+    #[test]
+    fn relative_paths_are_the_packages() {
+        let base = Path::new("/work/app");
+        let spec =
+            absolute_paths(r#"{ path = "../mathlib", default-features = false }"#, base).unwrap();
+        let doc = parse_dependency(&spec).unwrap();
+        assert_eq!(
+            doc["dependency"]["path"].as_str(),
+            Some("/work/app/../mathlib"),
+            "{spec}"
+        );
+        assert_eq!(doc["dependency"]["default-features"].as_bool(), Some(false));
+        // Absolute paths, version strings and tables without a path stay as written.
+        for kept in [
+            r#"{ path = "/abs/mathlib" }"#,
+            r#""0.2""#,
+            r#"{ version = "0.2", default-features = false }"#,
+        ] {
+            assert_eq!(absolute_paths(kept, base).unwrap(), kept);
+        }
+        assert!(absolute_paths("{ path = 3 }", base).is_err());
+    }
+
+    #[test]
+    #[should_panic(expected = "is not a TOML inline table")]
+    fn dependency_spec_is_checked() {
+        let _ = Kernels::new("src/kernels.rs").dependency("m", "{ path = ");
     }
 
     #[test]

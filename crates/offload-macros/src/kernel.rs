@@ -65,11 +65,30 @@ pub fn expand(attr: TokenStream, item: TokenStream, images: Images) -> Result<To
             .collect()
     };
     let host = expand_host(&func, &params, &body_fn, &instances, images);
+    let prelude = prelude_in_use();
     Ok(quote! {
         #body
         #device_entries
         #host
+        #prelude
     })
+}
+
+/// Counts a `use offload::prelude::*;` of the kernel's module as used.
+///
+/// The expansion names what a kernel's signature needs by full path (`&mut [T]` becomes
+/// `::offload::ThreadSlice`), so a module whose kernels only call methods, such as `iter_mine`,
+/// uses nothing of the prelude by name and rustc warned that its import was unused. `Copy`
+/// here, at the call site, resolves through the prelude's glob when the module has one (the
+/// prelude re-exports `core::marker::Copy`; a glob import takes precedence over the language
+/// prelude) and through the language prelude otherwise: the same trait either way. A module
+/// without kernels still gets the warning for an unused prelude import.
+fn prelude_in_use() -> TokenStream {
+    quote! {
+        const _: () = {
+            fn __offload_prelude_in_use<T: Copy>() {}
+        };
+    }
 }
 
 fn check_signature(func: &ItemFn) -> Result<()> {

@@ -124,6 +124,11 @@ pub mod prelude {
     pub use offload_kernel::{commit_async_copies, copy_async_chunk, wait_async_copies};
     pub use offload_kernel::{math, mma};
     pub use offload_macros::DeviceCopy;
+    // What `#[offload::kernel]` names to count this module's import as used in a module with
+    // kernels (see offload-macros' kernel.rs): the language prelude's own `Copy`, so nothing
+    // changes for the importing module.
+    #[doc(hidden)]
+    pub use core::marker::Copy;
 }
 
 /// Embed the device images that `offload-build` produced for this crate. Call it once, at the
