@@ -47,6 +47,7 @@ mod output_saving_tests;
 #[doc(hidden)]
 pub mod panic_record;
 pub mod reduce;
+pub mod scan;
 mod scatter;
 mod shared;
 mod shared_atomic;

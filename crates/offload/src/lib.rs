@@ -35,6 +35,8 @@ pub use offload_runtime::map::{alloc, from, present, to, tofrom};
 #[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
 pub use offload_runtime::trace;
 
+pub mod scan;
+
 /// The names of rustc nightly's `core::offload` (std::offload), so that a program written for it
 /// switches by changing its import: `use core::offload::{offload, offload_kernel}` becomes
 /// `use offload::std_offload::{offload, offload_kernel}`.
