@@ -7,6 +7,7 @@ use offload::prelude::*;
 pub mod block;
 pub mod gemm_bf16;
 pub mod reductions;
+pub mod scans;
 mod gemm_tiles;
 pub mod sgemm_tf32;
 pub mod tensor;

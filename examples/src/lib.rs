@@ -1,5 +1,6 @@
 //! Kernels shared by the demo and the tests, and their plain-CPU references.
 
+pub mod compaction;
 pub mod jacobi;
 pub mod kernel_timing;
 pub mod kernels;
@@ -10,6 +11,7 @@ pub mod reference_bandwidth;
 pub mod reference_gemm;
 pub mod reference_launch;
 pub mod reference_torch;
+pub mod stream_timing;
 pub mod tensor_launch;
 
 offload::embed_images!();

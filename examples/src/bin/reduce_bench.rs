@@ -12,7 +12,7 @@ use offload::{Device, DeviceVec, Launch};
 use offload_bench_report::{Goal, Measure, Ratio};
 use offload_examples::kernels::reductions::{self, MinLoc};
 use offload_examples::reference_bandwidth;
-use offload_examples::reference_torch::python;
+use offload_examples::stream_timing::{self, python_ms};
 use rayon::prelude::*;
 use std::time::{Duration, Instant};
 
@@ -25,53 +25,9 @@ type BenchResult<T> = Result<T, Box<dyn std::error::Error>>;
 /// stream, timed with the stream's events.
 fn best_per_launch(
     device: &Device,
-    mut enqueue: impl FnMut(&offload::Stream<'_>) -> offload::Result<()>,
+    enqueue: impl FnMut(&offload::Stream<'_>) -> offload::Result<()>,
 ) -> BenchResult<Duration> {
-    let mut best = Duration::MAX;
-    offload::scope(|s| {
-        let stream = s.stream(device)?;
-        enqueue(&stream)?;
-        stream.synchronize()?;
-        for _ in 0..BATCHES {
-            let start = stream.record()?;
-            for _ in 0..PER_BATCH {
-                enqueue(&stream)?;
-            }
-            let end = stream.record()?;
-            best = best.min(end.elapsed_since(&start)? / PER_BATCH);
-        }
-        Ok(())
-    })?;
-    Ok(best)
-}
-
-/// Best times in ms of `exprs` (Python expressions over `x`, `y` of `n` elements of `dtype`),
-/// through `module` (`torch` or `cupy`), each the best of 20 event timings; `None` without it.
-fn python_ms(module: &str, dtype: &str, n: usize, exprs: &[&str]) -> Option<Vec<f64>> {
-    let setup = match module {
-        "torch" => format!(
-            "import torch\nx = torch.rand({n}, device='cuda', dtype=torch.{dtype}) - 0.5\ny = torch.rand({n}, device='cuda', dtype=torch.{dtype}) - 0.5\n\
-def sync(): torch.cuda.synchronize()\ndef ev(): return torch.cuda.Event(enable_timing=True)\n"
-        ),
-        _ => format!(
-            "import cupy\nx = cupy.random.rand({n}, dtype=cupy.{dtype}) - 0.5\ny = cupy.random.rand({n}, dtype=cupy.{dtype}) - 0.5\n\
-def sync(): cupy.cuda.Device().synchronize()\ndef ev(): return cupy.cuda.Event()\n"
-        ),
-    };
-    let elapsed = if module == "torch" {
-        "s.elapsed_time(e)"
-    } else {
-        "cupy.cuda.get_elapsed_time(s, e)"
-    };
-    let timing = format!(
-        "def best_ms(f):\n    for _ in range(3): f()\n    sync()\n    best = float('inf')\n    for _ in range(20):\n        s = ev(); e = ev()\n        s.record(); f(); e.record(); e.synchronize()\n        best = min(best, {elapsed})\n    return best\n"
-    );
-    let calls: String = exprs
-        .iter()
-        .map(|e| format!("print(best_ms(lambda: {e}))\n"))
-        .collect();
-    let out = python(&format!("{setup}{timing}{calls}")).ok()?;
-    out.lines().map(|l| l.trim().parse().ok()).collect()
+    Ok(stream_timing::best_per_launch(device, BATCHES, PER_BATCH, enqueue)?)
 }
 
 fn main() -> BenchResult<()> {
