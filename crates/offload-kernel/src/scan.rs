@@ -35,10 +35,9 @@ const LANE_CELLS: usize = 256;
 const fn lane_slots<T>() -> usize {
     let size = core::mem::size_of::<T>();
     assert!(size <= LANE_CELLS * 16, "a scanned value may be at most 4 KiB");
-    if size == 0 {
-        LANE_CELLS
-    } else {
-        LANE_CELLS * 16 / size
+    match (LANE_CELLS * 16).checked_div(size) {
+        Some(slots) => slots,
+        None => LANE_CELLS,
     }
 }
 
