@@ -74,6 +74,30 @@ fn main() -> BenchResult<()> {
     if cupy.is_none() {
         println!("cupy: not available, no CuPy ratio");
     }
+    shape_sweep(&device, n)
+}
+
+/// The exclusive u32 scan's time over launch shapes (threads per block × chunks per tile), to
+/// choose the default shape from: printed, not checked (each shape's result is checked by
+/// tests/scans.rs at smaller sizes).
+fn shape_sweep(device: &Device, n: usize) -> BenchResult<()> {
+    let x: Vec<u32> = (0..n).map(|i| (i % 1000) as u32).collect();
+    let xd = DeviceVec::from_slice(device, &x)?;
+    let mut out = DeviceVec::<u32>::zeroed(device, n)?;
+    let mut scratch = Scratch::new();
+    println!("exclusive u32 scan of 2^28 by shape (us): threads per block, then chunks per tile");
+    for block in [128u32, 256, 512, 1024] {
+        let chunk = offload::scan::items_per_thread(4, block as usize) * block as usize;
+        let mut line = format!("  {block:>4} threads ({chunk} per chunk):");
+        for chunks in [1usize, 2, 4, 8, 16, 64] {
+            let scan = Scan::exclusive().block(block).tile(chunk * chunks);
+            let t = best_per_launch(device, 3, 5, |s| {
+                scan_sum_u32::enqueue(s, scan, xd.slice(..), out.slice_mut(..), &mut scratch)
+            })?;
+            line += &format!(" {chunks}: {:.0}", t.as_secs_f64() * 1e6);
+        }
+        println!("{line}");
+    }
     Ok(())
 }
 
