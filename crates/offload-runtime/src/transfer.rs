@@ -271,6 +271,9 @@ pub(crate) fn launch(
     let traced = !host_memory;
     // When the first copy to the device began; a launch on device data reads no clock for it.
     let mut copies_began: Option<Instant> = None;
+    // Reductions' scratch on a device whose memory is the host's, dropped after `backups` (which
+    // puts back its zeroed header if the host plugin runs the kernel again another way).
+    let mut host_scratch: Vec<Vec<u128>> = Vec::new();
     // Declared before `buffers`, so dropped (restoring the outputs of a failed launch) after it
     // drained the queue.
     let mut backups = OutputBackups::default();
@@ -290,6 +293,15 @@ pub(crate) fn launch(
     // Whether an output is worked on in a copy (not saved in `backups`).
     let mut outputs_copied = false;
     let (params, resident) = pack(device, kernel, args, shape.grid.count(), |data| match data {
+        HostData::Scratch { bytes } if host_memory => {
+            let mut memory = vec![0u128; bytes.div_ceil(16)];
+            let ptr = memory.as_mut_ptr() as *mut u8;
+            host_scratch.push(memory);
+            // SAFETY: zeroed bytes of this launch, which `backups` does not outlive; only the
+            // kernel writes them meanwhile.
+            unsafe { backups.add(ptr, offload_kernel::reduce::SCRATCH_HEADER) };
+            Ok(DevicePtr(ptr as usize as u64))
+        }
         HostData::Scratch { bytes } => {
             let header = offload_kernel::reduce::SCRATCH_HEADER;
             Ok(buffers.scratch(kernel, bytes, header)?)
@@ -345,6 +357,9 @@ pub(crate) fn launch(
         }
     })?;
     summary.resident += resident;
+    if args.iter().any(|a| matches!(a.data, ArgData::Resident { writable: true, .. })) {
+        backups.writes_elsewhere();
+    }
     // Device data that streams use: after their conflicting work, and noted as done below.
     let claim = claim_uses(args);
     claim.order_on(device.queue())?;
