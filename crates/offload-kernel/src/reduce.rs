@@ -386,7 +386,10 @@ mod plain {
                 scratch.add(SCRATCH_HEADER) as *mut T,
             )
         };
-        assert!(blocks == grid.count() as usize, "reduction scratch does not match the grid");
+        assert!(
+            blocks == grid.count() as usize,
+            "reduction scratch does not match the grid"
+        );
         // SAFETY: slot `block` is this block's alone.
         unsafe { partials.add(block).write(block_total) };
         crate::fence_device();
@@ -399,7 +402,9 @@ mod plain {
                 (t..blocks)
                     .step_by(threads)
                     // SAFETY: every block wrote its slot before counting itself done.
-                    .fold(Op::identity(), |acc, j| Op::combine(acc, unsafe { partials.add(j).read() }))
+                    .fold(Op::identity(), |acc, j| {
+                        Op::combine(acc, unsafe { partials.add(j).read() })
+                    })
             })
             .collect();
         let total = combine_values::<T, Op>(&accs);

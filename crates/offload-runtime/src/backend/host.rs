@@ -240,7 +240,9 @@ impl HostBackend {
             None => {
                 let ran = catch_unwind(AssertUnwindSafe(|| {
                     // SAFETY: as above.
-                    unsafe { run_once(&entry, plain, shape, warp_size, args, Way::OnePerCall, None) }
+                    unsafe {
+                        run_once(&entry, plain, shape, warp_size, args, Way::OnePerCall, None)
+                    }
                 }));
                 self.finished(ran)
             }
@@ -326,7 +328,6 @@ unsafe fn run_once(
         dynamic_shared,
     } = shape;
     match plain {
-
         Some(threads) => {
             let total = grid.count() * block.count();
             let per_block = block.count();
@@ -354,9 +355,7 @@ unsafe fn run_once(
                     _ => call(),
                 }
             };
-            (0..total.div_ceil(span))
-                .into_par_iter()
-                .for_each(task)
+            (0..total.div_ceil(span)).into_par_iter().for_each(task)
         }
         None => {
             // SAFETY: `args` are this entry's packed parameters (the trait contract), and
