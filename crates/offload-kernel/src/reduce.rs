@@ -30,7 +30,7 @@ pub trait Reduce: DeviceCopy {
 
 /// A reduction operation over `T`: what `#[reduce(op)]` names.
 #[diagnostic::on_unimplemented(
-    message = "`#[reduce({Self})]` does not reduce `{T}`",
+    message = "the reduction `{Self}` does not reduce `{T}`",
     label = "not a reduction of `{T}`",
     note = "sum, product, min and max take the primitive integers and floats; for another type, \
             implement `offload::Reduce` for it and write `#[reduce]` with no operation"

@@ -599,7 +599,7 @@ fn expand_host(
                 Passing::Atomic => quote! { #n: &'s mut [#elem] },
                 Passing::Ref => quote! { #n: &'s #elem },
                 Passing::Reduce => {
-                    quote! { #n: impl ::offload::map::ReduceInto<#elem> + ::offload::map::StreamArg<'s, #mode> }
+                    quote! { #n: impl ::offload::map::ReduceInto<#elem> + ::offload::map::ReduceOnDevice + ::offload::map::StreamArg<'s, #mode> }
                 }
             }
         }).collect()
