@@ -15,7 +15,7 @@
 use crate::kernels;
 #[cfg(feature = "cublas")]
 use offload::blas::Blas;
-use offload::{Device, Launch};
+use offload::{BackendKind, Device, Launch};
 use std::time::{Duration, Instant};
 
 /// What to solve and when to stop.
@@ -83,9 +83,26 @@ pub fn true_residual(n: usize, b: &[f64], x: &[f64]) -> f64 {
     (dot(&r, &r) / dot(b, b)).sqrt()
 }
 
-/// CG on `device` with `#[reduce]` kernels (see the module docs), in default launches.
+/// CG on `device` with `#[reduce]` kernels (see the module docs): in default launches on a GPU;
+/// on the host backend in one single-thread block per worker ([`host_shape`]).
 pub fn solve_on(device: &Device, problem: &Problem, b: &[f64]) -> offload::Result<Solution> {
-    solve_with(device, Launch::auto(), problem, b)
+    let shape = if device.kind() == BackendKind::Host {
+        host_shape(device)
+    } else {
+        Launch::auto()
+    };
+    solve_with(device, shape, problem, b)
+}
+
+/// The launch shape of [`solve_on`]'s kernels on the host backend: one block of one thread per
+/// worker. The default shapes run many GPU threads per worker there: a reduction's block of 256
+/// threads combines through barriers, each a coroutine switch per thread, and the element-wise
+/// default runs a thread per element. On 2 workers at 128² (50 iterations, 2026-12-01) the
+/// defaults took 4.4 ms an iteration, this shape 0.15 ms (the one-thread CPU loops 0.16 ms).
+pub fn host_shape(device: &Device) -> Launch<'static> {
+    Launch::auto()
+        .grid(device.limits().multiprocessors.max(1))
+        .block(1)
 }
 
 /// [`solve_on`] with every kernel launched in `shape` (`Launch::auto()` and its `grid` and
@@ -98,6 +115,7 @@ pub fn solve_with(
     problem: &Problem,
     b: &[f64],
 ) -> offload::Result<Solution> {
+
     let Problem {
         n,
         tolerance,

@@ -91,6 +91,12 @@ fn reductions_cg_on_the_host_backend() {
     }
     // A side that is no multiple of a block or of 16 bytes.
     converges_to_the_cpu_solution(&host, Launch::auto(), 37);
+    // `solve_on`'s own shape there.
+    converges_to_the_cpu_solution(&host, cg::host_shape(&host), 64);
+    let b = cg::right_hand_side(64);
+    let via_solve_on = cg::solve_on(&host, &problem(64), &b).unwrap();
+    let via_shape = cg::solve_with(&host, cg::host_shape(&host), &problem(64), &b).unwrap();
+    assert_eq!(via_solve_on.x, via_shape.x);
 }
 
 #[test]
@@ -102,6 +108,12 @@ fn reductions_cg_on_a_gpu() {
         converges_to_the_cpu_solution(&gpu, shape, 128);
     }
     converges_to_the_cpu_solution(&gpu, Launch::auto(), 301);
+    // What the cg binary runs, at a size where the launches fill the GPU.
+    let (n, problem) = (512, problem(512));
+    let b = cg::right_hand_side(n);
+    let s = cg::solve_on(&gpu, &problem, &b).unwrap();
+    assert!(s.residual < problem.tolerance, "{s:?}");
+    assert!(cg::true_residual(n, &b, &s.x) < 10.0 * problem.tolerance);
 }
 
 /// The reductions combine in an order fixed by the launch shape, and the element-wise steps are

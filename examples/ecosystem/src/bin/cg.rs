@@ -5,13 +5,15 @@
 //! compared with each other (and with a CPU solve on small grids), and their iteration rates
 //! printed with a `ratio` line (reductions / cuBLAS, goal at least 1).
 //!
-//! `cg [N] [MAX_ITERATIONS] [TOLERANCE] [--device-only]` (defaults: N 2048 on a GPU, 128 on the
-//! host backend; 20000; 1e-8); the residual is read every 25 iterations. Each variant is timed
+//! `cg [N] [MAX_ITERATIONS] [TOLERANCE] [--device-only] [--shape=GRID,BLOCK]` (defaults: N 2048
+//! on a GPU, 128 on the host backend; 20000; 1e-8); the residual is read every 25 iterations.
+//! `--shape` launches the reductions variant's kernels in that grid and block instead of
+//! `cg::solve_on`'s shapes (for tuning). Each variant is timed
 //! twice after a short warm-up, the better of the two counting. The CPU solve (one thread) runs
 //! for N up to 512 unless `--device-only`. Exit code 1 when a solve does not converge, its
 //! recomputed residual misses the tolerance, or the solutions disagree.
 
-use offload::Device;
+use offload::{Device, Launch};
 use offload_bench_report::{Goal, Measure, Ratio};
 use offload_ecosystem_examples::cg::{self, Problem, Solution};
 use std::process::ExitCode;
@@ -20,8 +22,17 @@ use std::process::ExitCode;
 const CPU_MAX_N: usize = 512;
 
 fn main() -> ExitCode {
-    let args: Vec<String> = std::env::args().filter(|a| a != "--device-only").collect();
-    let device_only = args.len() < std::env::args().count();
+    let all: Vec<String> = std::env::args().collect();
+    let device_only = all.iter().any(|a| a == "--device-only");
+    let shape = all.iter().find_map(|a| a.strip_prefix("--shape=")).map(|s| {
+        let (grid, block) = s
+            .split_once(',')
+            .and_then(|(g, b)| Some((g.parse::<u32>().ok()?, b.parse::<u32>().ok()?)))
+            .expect("--shape=GRID,BLOCK");
+        println!("the reductions variant's kernels in {grid} blocks of {block} threads");
+        Launch::auto().grid(grid).block(block)
+    });
+    let args: Vec<&String> = all.iter().filter(|a| !a.starts_with("--")).collect();
     let device = match offload::default_device() {
         Ok(d) => d,
         Err(e) => {
@@ -40,7 +51,7 @@ fn main() -> ExitCode {
         tolerance: arg(3, 1e-8),
         check_every: 25,
     };
-    match run(&device, &problem, device_only) {
+    match run(&device, &problem, device_only, shape) {
         Ok(true) => ExitCode::SUCCESS,
         Ok(false) => ExitCode::FAILURE,
         Err(e) => {
@@ -85,7 +96,12 @@ fn cublas_variant(_: &Device, _: &Problem, _: &[f64]) -> Result<Solution, String
     Err("not built (the ecosystem example's `cublas` feature is off)".to_string())
 }
 
-fn run(device: &Device, problem: &Problem, device_only: bool) -> offload::Result<bool> {
+fn run(
+    device: &Device,
+    problem: &Problem,
+    device_only: bool,
+    shape: Option<Launch<'static>>,
+) -> offload::Result<bool> {
     let n = problem.n;
     let b = cg::right_hand_side(n);
     println!(
@@ -94,9 +110,15 @@ fn run(device: &Device, problem: &Problem, device_only: bool) -> offload::Result
         problem.tolerance,
         device.name()
     );
-    let reductions = timed(|p| cg::solve_on(device, p, &b), problem)?;
+    let reductions = match shape {
+        Some(shape) => timed(|p| cg::solve_with(device, shape, p, &b), problem)?,
+        None => timed(|p| cg::solve_on(device, p, &b), problem)?,
+    };
     let cublas = cublas_variant(device, problem, &b);
     let mut ok = report("reductions", problem, &b, &reductions);
+    if cublas.is_ok() && !device.is_gpu() {
+        println!("(on the host backend, the cuBLAS variant's calls are offload::blas's host loops)");
+    }
     match &cublas {
         Ok(s) => ok &= report("cuBLAS", problem, &b, s),
         Err(e) => println!("{:>10}: unavailable: {e}", "cuBLAS"),
@@ -136,7 +158,7 @@ fn run(device: &Device, problem: &Problem, device_only: bool) -> offload::Result
             ok &= agree("cuBLAS", c, "CPU", &on_cpu, problem, 1e-4);
         }
         println!(
-            "reductions / CPU: {:.1}x the iteration rate",
+            "reductions / CPU: {:.3}x the iteration rate",
             rate(&reductions) / rate(&on_cpu)
         );
     }
