@@ -115,7 +115,6 @@ pub fn solve_with(
     problem: &Problem,
     b: &[f64],
 ) -> offload::Result<Solution> {
-
     let Problem {
         n,
         tolerance,
@@ -145,7 +144,11 @@ pub fn solve_with(
         let start = Instant::now();
         let (mut iterations, mut residual) = (0, 1.0);
         while iterations < max_iterations {
-            let (old, new, next) = (rr[iterations % 3], rr[(iterations + 1) % 3], rr[(iterations + 2) % 3]);
+            let (old, new, next) = (
+                rr[iterations % 3],
+                rr[(iterations + 1) % 3],
+                rr[(iterations + 2) % 3],
+            );
             kernels::cg::laplacian_dot::enqueue(&stream, shape, n32, p, ap, pap)?;
             kernels::cg::update_residual::enqueue(&stream, shape, old, pap, p, ap, x, r, new)?;
             kernels::cg::next_direction_reset::enqueue(&stream, shape, new, old, r, p, pap, next)?;

@@ -48,9 +48,15 @@ fn converges_to_the_cpu_solution(device: &Device, shape: Launch<'static>, n: usi
     let on_device = cg::solve_with(device, shape, &problem, &b).unwrap();
     let on_cpu = cg::solve_cpu(&problem, &b);
     let name = device.name();
-    assert!(on_device.residual < problem.tolerance, "{name}: {on_device:?}");
+    assert!(
+        on_device.residual < problem.tolerance,
+        "{name}: {on_device:?}"
+    );
     let recomputed = cg::true_residual(n, &b, &on_device.x);
-    assert!(recomputed < 10.0 * problem.tolerance, "{name}: recomputed residual {recomputed:e}");
+    assert!(
+        recomputed < 10.0 * problem.tolerance,
+        "{name}: recomputed residual {recomputed:e}"
+    );
     assert!(
         on_device.iterations.abs_diff(on_cpu.iterations) <= problem.check_every,
         "{name}: {} iterations against the CPU's {}",
@@ -62,7 +68,11 @@ fn converges_to_the_cpu_solution(device: &Device, shape: Launch<'static>, n: usi
     let again = cg::solve_with(device, shape, &problem, &b).unwrap();
     assert_eq!(again.iterations, on_device.iterations, "{name}: run again");
     assert!(
-        again.x.iter().zip(&on_device.x).all(|(a, b)| a.to_bits() == b.to_bits()),
+        again
+            .x
+            .iter()
+            .zip(&on_device.x)
+            .all(|(a, b)| a.to_bits() == b.to_bits()),
         "{name}: the same solve twice gave different bits"
     );
 }
@@ -80,7 +90,10 @@ fn fixed_iterations(device: &Device, n: usize) -> (Vec<u64>, u64) {
     let shape = Launch::auto().grid(40).block(128);
     let s = cg::solve_with(device, shape, &problem, &b).unwrap();
     assert_eq!(s.iterations, 60);
-    (s.x.iter().map(|v| v.to_bits()).collect(), s.residual.to_bits())
+    (
+        s.x.iter().map(|v| v.to_bits()).collect(),
+        s.residual.to_bits(),
+    )
 }
 
 #[test]
@@ -124,8 +137,26 @@ fn reductions_cg_same_bits_on_a_gpu_and_the_host() {
     let Some(gpu) = gpu("reductions_cg_same_bits_on_a_gpu_and_the_host") else {
         return;
     };
-    let (on_gpu, on_host) = (fixed_iterations(&gpu, 64), fixed_iterations(&Device::host(), 64));
-    assert_eq!(on_gpu.1, on_host.1, "|r|/|b| after 60 iterations, {} against the host", gpu.name());
-    let differing = on_gpu.0.iter().zip(&on_host.0).filter(|(a, b)| a != b).count();
-    assert_eq!(differing, 0, "elements of x differing between {} and the host", gpu.name());
+    let (on_gpu, on_host) = (
+        fixed_iterations(&gpu, 64),
+        fixed_iterations(&Device::host(), 64),
+    );
+    assert_eq!(
+        on_gpu.1,
+        on_host.1,
+        "|r|/|b| after 60 iterations, {} against the host",
+        gpu.name()
+    );
+    let differing = on_gpu
+        .0
+        .iter()
+        .zip(&on_host.0)
+        .filter(|(a, b)| a != b)
+        .count();
+    assert_eq!(
+        differing,
+        0,
+        "elements of x differing between {} and the host",
+        gpu.name()
+    );
 }

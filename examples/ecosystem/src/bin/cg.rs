@@ -24,14 +24,17 @@ const CPU_MAX_N: usize = 512;
 fn main() -> ExitCode {
     let all: Vec<String> = std::env::args().collect();
     let device_only = all.iter().any(|a| a == "--device-only");
-    let shape = all.iter().find_map(|a| a.strip_prefix("--shape=")).map(|s| {
-        let (grid, block) = s
-            .split_once(',')
-            .and_then(|(g, b)| Some((g.parse::<u32>().ok()?, b.parse::<u32>().ok()?)))
-            .expect("--shape=GRID,BLOCK");
-        println!("the reductions variant's kernels in {grid} blocks of {block} threads");
-        Launch::auto().grid(grid).block(block)
-    });
+    let shape = all
+        .iter()
+        .find_map(|a| a.strip_prefix("--shape="))
+        .map(|s| {
+            let (grid, block) = s
+                .split_once(',')
+                .and_then(|(g, b)| Some((g.parse::<u32>().ok()?, b.parse::<u32>().ok()?)))
+                .expect("--shape=GRID,BLOCK");
+            println!("the reductions variant's kernels in {grid} blocks of {block} threads");
+            Launch::auto().grid(grid).block(block)
+        });
     let args: Vec<&String> = all.iter().filter(|a| !a.starts_with("--")).collect();
     let device = match offload::default_device() {
         Ok(d) => d,
@@ -117,7 +120,9 @@ fn run(
     let cublas = cublas_variant(device, problem, &b);
     let mut ok = report("reductions", problem, &b, &reductions);
     if cublas.is_ok() && !device.is_gpu() {
-        println!("(on the host backend, the cuBLAS variant's calls are offload::blas's host loops)");
+        println!(
+            "(on the host backend, the cuBLAS variant's calls are offload::blas's host loops)"
+        );
     }
     match &cublas {
         Ok(s) => ok &= report("cuBLAS", problem, &b, s),
