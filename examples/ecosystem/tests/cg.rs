@@ -1,6 +1,7 @@
 //! The CG solver with `#[reduce]` kernels (`cg::solve_on`, no cuBLAS): it converges, and to the
 //! CPU solve's solution, on the host backend and on the first GPU of any plugin (skipped visibly
-//! without one; a failure with `OFFLOAD_REQUIRE_GPU=1`).
+//! without one; a failure with `OFFLOAD_REQUIRE_GPU=1`); the same bits on a GPU and the host
+//! backend at one launch shape; and, on a GPU, no copies per iteration.
 //!
 //! The tolerance against the CPU: the device's reductions sum in a tree where the CPU sums in
 //! order, so the two recurrences round differently. Both must reach `|r|/|b| < 1e-9` within one
@@ -160,4 +161,40 @@ fn reductions_cg_same_bits_on_a_gpu_and_the_host() {
         "elements of x differing between {} and the host",
         gpu.name()
     );
+}
+
+/// The iterations stay on the device: 100 iterations with a residual check every 25 copy `b` in
+/// twice (r and p) and nothing else to the device, and read back at most `|b|²`, the four checked
+/// `rr` and `x` (`Stream::to_vec`, which the transfer trace does not count today); the launches
+/// themselves copy nothing. Three launches an iteration, one before them. (On the host backend
+/// nothing is copied at all, so only a GPU counts.)
+#[test]
+fn reductions_cg_reads_back_only_the_checks() {
+    let Some(gpu) = gpu("reductions_cg_reads_back_only_the_checks") else {
+        return;
+    };
+    let n = 96;
+    let problem = Problem {
+        n,
+        tolerance: 0.0,
+        max_iterations: 100,
+        check_every: 25,
+    };
+    let b = cg::right_hand_side(n);
+    cg::solve_on(&gpu, &problem, &b).unwrap(); // loads the image
+    let before = offload::trace::thread_counters();
+    let s = cg::solve_on(&gpu, &problem, &b).unwrap();
+    let moved = offload::trace::thread_counters() - before;
+    assert_eq!(s.iterations, 100);
+    let unknowns = (n * n * 8) as u64;
+    assert_eq!(
+        (moved.copies_to_device, moved.bytes_to_device),
+        (2, 2 * unknowns),
+        "{moved:?}"
+    );
+    assert!(
+        moved.copies_from_device <= 6 && moved.bytes_from_device <= 5 * 8 + unknowns,
+        "{moved:?}"
+    );
+    assert_eq!(moved.launches, 1 + 3 * 100, "{moved:?}");
 }
