@@ -6,8 +6,8 @@ use offload::prelude::*;
 
 pub mod block;
 pub mod gemm_bf16;
-pub mod reductions;
 mod gemm_tiles;
+pub mod reductions;
 pub mod sgemm_tf32;
 pub mod tensor;
 

@@ -40,6 +40,8 @@ pub(crate) struct OutputBackups {
     /// Host address ranges saved so far.
     saved: Mutex<Vec<Range<usize>>>,
     results_kept: bool,
+    /// The launch also writes memory that is not among `outputs` (device-resident data).
+    writes_elsewhere: bool,
 }
 
 // SAFETY: the raw pointers are the outputs borrowed for the launch and the buffers owned here;
@@ -48,6 +50,12 @@ pub(crate) struct OutputBackups {
 unsafe impl Sync for OutputBackups {}
 
 impl OutputBackups {
+    /// Note that the launch writes memory these backups do not hold (device-resident data), so
+    /// that the plugin runs it only in ways it need not undo.
+    pub(crate) fn writes_elsewhere(&mut self) {
+        self.writes_elsewhere = true;
+    }
+
     /// The `bytes` at `ptr` are an output, to be saved before the kernel writes them.
     ///
     /// # Safety
@@ -75,6 +83,10 @@ impl OutputBackups {
 }
 
 impl SavedOutputs for OutputBackups {
+    fn covers_every_write(&self) -> bool {
+        !self.writes_elsewhere
+    }
+
     fn save_all(&self) {
         for o in &self.outputs {
             // SAFETY: per the contract of `add`, `bytes` readable bytes not written during this
@@ -290,6 +302,7 @@ mod tests {
                     name: "ranges",
                     thread: one_thread,
                     threads: Some(threads),
+                    independent: true,
                 })
                 .unwrap();
             let entry = host.find_entry(image, "ranges").unwrap();
