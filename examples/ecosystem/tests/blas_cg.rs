@@ -2,7 +2,7 @@
 //! mixes both with offload's kernels (`cg::solve_cublas`): on the host backend, and on a GPU
 //! driven by the CUDA plugin (skipped visibly without one; a failure with
 //! `OFFLOAD_REQUIRE_GPU=1`). Built with the `cublas` feature (on by default); the CG solver
-//! without cuBLAS is tests/cg.rs's.
+//! without cuBLAS is tests/cg_reductions.rs's.
 #![cfg(feature = "cublas")]
 
 use offload::blas::Blas;
