@@ -6,7 +6,7 @@
 //!   launches an iteration queued on one stream, the vectors and scalars in device memory, the
 //!   step lengths divided out on the device. The host reads one residual every `check_every`
 //!   iterations and nothing else.
-//! - [`solve_cublas`] (feature `cublas`, on by default; libcublas is loaded at run time): offload's
+//! - `solve_cublas` (feature `cublas`, on by default; libcublas is loaded at run time): offload's
 //!   kernels apply A and compute the scalar steps while cuBLAS does the dot products and axpys,
 //!   on the same stream and device data; on a GPU only through the CUDA plugin (and on the host
 //!   backend through `offload::blas`'s host loops).
