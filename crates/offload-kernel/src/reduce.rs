@@ -139,7 +139,10 @@ const CELLS: usize = 256;
 const fn slots<T>() -> usize {
     let size = core::mem::size_of::<T>();
     assert!(size <= CELLS * 16, "a reduced value may be at most 4 KiB");
-    let fit = if size == 0 { CELLS } else { CELLS * 16 / size };
+    let fit = match (CELLS * 16).checked_div(size) {
+        Some(fit) => fit,
+        None => CELLS,
+    };
     // The largest power of two not above `fit`.
     1 << (usize::BITS - 1 - fit.leading_zeros())
 }
@@ -401,8 +404,8 @@ mod plain {
             .map(|t| {
                 (t..blocks)
                     .step_by(threads)
-                    // SAFETY: every block wrote its slot before counting itself done.
                     .fold(Op::identity(), |acc, j| {
+                        // SAFETY: every block wrote its slot before counting itself done.
                         Op::combine(acc, unsafe { partials.add(j).read() })
                     })
             })

@@ -27,9 +27,9 @@ pub fn for_each_mine_wide<I: WideInputs>(inputs: I, mut f: impl FnMut(usize, I::
     let cut = Cut::of(first, alike, len, size);
     let lanes = WIDE_BYTES / size;
     let at = |c: usize| cut.head + c * lanes;
-    // SAFETY (every `load_chunks` below): chunk c's elements at(c)..at(c) + lanes lie within
-    // every input (c < cut.chunks), and at(c) is 16-byte aligned in the first input (the head
-    // reaches its first boundary) and so in every input (same offset from a boundary).
+    // Every `load_chunks` below: chunk c's elements at(c)..at(c) + lanes lie within every input
+    // (c < end <= cut.chunks), and at(c) is 16-byte aligned in the first input (the head reaches
+    // its first boundary) and so in every input (same offset from a boundary).
     let each = |f: &mut dyn FnMut(usize, I::Elements), c: usize, x: &I::Chunks| {
         for k in 0..lanes {
             f(at(c) + k, I::lane(x, k));
@@ -46,9 +46,13 @@ pub fn for_each_mine_wide<I: WideInputs>(inputs: I, mut f: impl FnMut(usize, I::
     let mut c = start + crate::thread_idx().linear_in(block);
     // Every load first, then the elements: four 16-byte loads in flight per thread.
     while c + 3 * threads < end {
+        // SAFETY: a chunk below `end` (see above).
         let x0 = unsafe { inputs.load_chunks(at(c)) };
+        // SAFETY: a chunk below `end` (see above).
         let x1 = unsafe { inputs.load_chunks(at(c + threads)) };
+        // SAFETY: a chunk below `end` (see above).
         let x2 = unsafe { inputs.load_chunks(at(c + 2 * threads)) };
+        // SAFETY: a chunk below `end` (see above).
         let x3 = unsafe { inputs.load_chunks(at(c + 3 * threads)) };
         each(&mut f, c, &x0);
         each(&mut f, c + threads, &x1);
@@ -57,6 +61,7 @@ pub fn for_each_mine_wide<I: WideInputs>(inputs: I, mut f: impl FnMut(usize, I::
         c += 4 * threads;
     }
     while c < end {
+        // SAFETY: a chunk below `end` (see above).
         let x = unsafe { inputs.load_chunks(at(c)) };
         each(&mut f, c, &x);
         c += threads;
