@@ -40,8 +40,6 @@ pub(crate) struct OutputBackups {
     /// Host address ranges saved so far.
     saved: Mutex<Vec<Range<usize>>>,
     results_kept: bool,
-    /// The launch also writes memory that is not among `outputs` (device-resident data).
-    writes_elsewhere: bool,
 }
 
 // SAFETY: the raw pointers are the outputs borrowed for the launch and the buffers owned here;
@@ -50,11 +48,6 @@ pub(crate) struct OutputBackups {
 unsafe impl Sync for OutputBackups {}
 
 impl OutputBackups {
-    /// Note that the launch writes memory these backups do not hold (device-resident data), so
-    /// that the plugin runs it only in ways it need not undo.
-    pub(crate) fn writes_elsewhere(&mut self) {
-        self.writes_elsewhere = true;
-    }
 
     /// The `bytes` at `ptr` are an output, to be saved before the kernel writes them.
     ///
@@ -83,9 +76,6 @@ impl OutputBackups {
 }
 
 impl SavedOutputs for OutputBackups {
-    fn covers_every_write(&self) -> bool {
-        !self.writes_elsewhere
-    }
 
     fn save_all(&self) {
         for o in &self.outputs {

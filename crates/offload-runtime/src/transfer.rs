@@ -364,11 +364,23 @@ pub(crate) fn launch(
         },
     )?;
     summary.resident += resident;
-    if args
-        .iter()
-        .any(|a| matches!(a.data, ArgData::Resident { writable: true, .. }))
-    {
-        backups.writes_elsewhere();
+    if host_memory {
+        // Device data on the host CPU is host memory too: saved like the outputs, so that a
+        // launch the plugin runs again another way starts from the same data.
+        for arg in args.iter() {
+            if let ArgData::Resident {
+                addr,
+                len,
+                elem_size,
+                writable: true,
+                ..
+            } = arg.data
+            {
+                // SAFETY: writable device data of this launch, which no other argument writes
+                // (`check_arguments`) and nothing else reaches while the launch runs.
+                unsafe { backups.add(addr as usize as *mut u8, len * elem_size) };
+            }
+        }
     }
     // Device data that streams use: after their conflicting work, and noted as done below.
     let claim = claim_uses(args);

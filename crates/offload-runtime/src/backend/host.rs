@@ -219,9 +219,9 @@ impl HostBackend {
         // Plain calls where they are known to fit, or where a launch that finds they do not
         // (a thread reaching a barrier, a warp operation or shared memory) can be put back and
         // run again on the scheduler.
-        let undoable = outputs.is_some_and(|o| o.covers_every_write());
         let plain = entry.threads.filter(|_| {
-            entry.independent || (undoable && !entry.needs_block_model.load(Ordering::Relaxed))
+            entry.independent
+                || (outputs.is_some() && !entry.needs_block_model.load(Ordering::Relaxed))
         });
         if let (Some(_), false, Some(saved)) = (plain, entry.independent, outputs) {
             // SAFETY: the caller keeps the contract.

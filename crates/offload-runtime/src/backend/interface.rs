@@ -110,10 +110,6 @@ pub trait SavedOutputs: Sync {
 
     /// Put back every saved byte. The kernel is not running.
     fn restore(&self);
-
-    /// Whether the saved outputs are every byte the launch may write, so that putting them back
-    /// undoes a partial run entirely.
-    fn covers_every_write(&self) -> bool;
 }
 
 /// One device of a plugin, or one queue of it ([`Backend::new_queue`]). Operations are ordered on
