@@ -6,9 +6,9 @@ use offload::prelude::*;
 
 pub mod block;
 pub mod gemm_bf16;
+mod gemm_tiles;
 pub mod reductions;
 pub mod scans;
-mod gemm_tiles;
 pub mod sgemm_tf32;
 pub mod tensor;
 

@@ -57,7 +57,12 @@ fn f64_sums(device: &Device) -> Vec<u64> {
             );
             let mut again = 0.5;
             reductions::dot_f64::launch(on(device, shape), &x64, &y64, &mut again).unwrap();
-            assert_eq!(dot.to_bits(), again.to_bits(), "dot of {n} again on {}", device.name());
+            assert_eq!(
+                dot.to_bits(),
+                again.to_bits(),
+                "dot of {n} again on {}",
+                device.name()
+            );
             bits.push(dot.to_bits());
             let mut sum = 0.0;
             reductions::sum_f64::launch(on(device, shape), &x64, &mut sum).unwrap();
@@ -103,18 +108,34 @@ fn argmin_and_range(device: &Device) {
         }
         if n > 300 {
             // A tie: the lower index wins.
-            let m = x.iter().copied().filter(|v| !v.is_nan()).fold(f32::INFINITY, f32::min);
+            let m = x
+                .iter()
+                .copied()
+                .filter(|v| !v.is_nan())
+                .fold(f32::INFINITY, f32::min);
             x[n - 2] = m;
         }
-        let expected = x
-            .iter()
-            .enumerate()
-            .filter(|(_, v)| !v.is_nan())
-            .fold(MinLoc { value: f32::INFINITY, index: u32::MAX }, |best, (i, &v)| {
-                if v < best.value { MinLoc { value: v, index: i as u32 } } else { best }
-            });
+        let expected = x.iter().enumerate().filter(|(_, v)| !v.is_nan()).fold(
+            MinLoc {
+                value: f32::INFINITY,
+                index: u32::MAX,
+            },
+            |best, (i, &v)| {
+                if v < best.value {
+                    MinLoc {
+                        value: v,
+                        index: i as u32,
+                    }
+                } else {
+                    best
+                }
+            },
+        );
         for shape in shapes() {
-            let mut best = MinLoc { value: f32::INFINITY, index: u32::MAX };
+            let mut best = MinLoc {
+                value: f32::INFINITY,
+                index: u32::MAX,
+            };
             reductions::argmin::launch(on(device, shape), &x, &mut best).unwrap();
             assert_eq!(best, expected, "argmin of {n} on {}", device.name());
             let (mut lo, mut hi) = (f32::INFINITY, f32::NEG_INFINITY);

@@ -73,6 +73,37 @@ impl BlockResources {
 std::thread_local! {
     static BLOCK: Cell<*const BlockResources> = const { Cell::new(core::ptr::null()) };
     static SUSPEND: Cell<Option<*const dyn Fn(Group)>> = const { Cell::new(None) };
+    static PLAIN: Cell<bool> = const { Cell::new(false) };
+}
+
+/// The unwind payload of a GPU thread that reached a barrier, a warp operation or shared memory
+/// while running as a plain call (`host_context::run_threads`), outside the block scheduler: the
+/// host backend puts the outputs back and runs the launch again on the scheduler.
+#[derive(Debug)]
+pub struct NeedsBlockModel;
+
+#[cold]
+#[inline(never)]
+pub(crate) fn needs_block_model() -> ! {
+    // `resume_unwind`: no panic hook, so no message on stderr for what is not an error.
+    std::panic::resume_unwind(std::boxed::Box::new(NeedsBlockModel))
+}
+
+/// Run `f` with this OS thread's GPU threads as plain calls (the host backend's fast path).
+pub(crate) fn as_plain_calls<R>(f: impl FnOnce() -> R) -> R {
+    struct Restore(bool);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            PLAIN.with(|p| p.set(self.0));
+        }
+    }
+    let _restore = Restore(PLAIN.with(|p| p.replace(true)));
+    f()
+}
+
+/// Whether the running GPU thread is a plain call, outside the block scheduler.
+pub(crate) fn runs_plain() -> bool {
+    PLAIN.with(Cell::get) && BLOCK.with(Cell::get).is_null()
 }
 
 /// Make `block` the resources of the block this OS thread runs while `f` runs (the scheduler).
@@ -106,6 +137,9 @@ pub fn with_suspend<R>(suspend: &dyn Fn(Group), f: impl FnOnce() -> R) -> R {
 
 fn current_block() -> &'static BlockResources {
     let block = BLOCK.with(|b| b.get());
+    if block.is_null() && PLAIN.with(Cell::get) {
+        needs_block_model();
+    }
     assert!(
         !block.is_null(),
         "shared memory and block synchronisation exist only inside a kernel launch"
@@ -118,7 +152,11 @@ fn current_block() -> &'static BlockResources {
 /// Wait until every thread of `group` that has not returned waits too.
 pub fn suspend(group: Group) {
     // Taken out while suspended, so that outside every GPU thread the hook is unset.
-    let me = SUSPEND.with(|s| s.take()).expect(
+    let me = SUSPEND.with(|s| s.take());
+    if me.is_none() && runs_plain() {
+        needs_block_model();
+    }
+    let me = me.expect(
         "block synchronisation (barrier, warp operation) exists only inside a kernel launch",
     );
     // SAFETY: installed by `with_suspend`, whose frame is below this one on this coroutine.

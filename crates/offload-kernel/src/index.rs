@@ -370,8 +370,20 @@ mod arch {
     /// elements of all the range's threads in order, a loop the compiler sees whole, and a read
     /// of a per-thread id unwinds with [`NeedsThreadIds`]. Otherwise each thread is a plain call
     /// with its ids set, in order of global id.
+    ///
+    /// A barrier, warp operation or shared memory reached in such a call unwinds with
+    /// [`NeedsBlockModel`](crate::host_block::NeedsBlockModel).
     #[inline(always)]
-    pub fn run_threads(range: ThreadRange, may_run_as_one: bool, mut thread: impl FnMut()) {
+    pub fn run_threads(range: ThreadRange, may_run_as_one: bool, thread: impl FnMut()) {
+        if range.first >= range.end {
+            return;
+        }
+        crate::host_block::as_plain_calls(|| run_plain(range, may_run_as_one, thread))
+    }
+
+    /// [`run_threads`] once the calls are marked plain.
+    #[inline(always)]
+    fn run_plain(range: ThreadRange, may_run_as_one: bool, mut thread: impl FnMut()) {
         let ThreadRange {
             grid,
             block,
@@ -380,9 +392,6 @@ mod arch {
             warp_size,
             as_one,
         } = range;
-        if first >= end {
-            return;
-        }
         let per_block = block.count();
         let mut current = Current::of(ThreadContext {
             thread_idx: Dim3::from_linear(first % per_block, block),

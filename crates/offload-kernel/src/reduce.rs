@@ -30,7 +30,7 @@ pub trait Reduce: DeviceCopy {
 
 /// A reduction operation over `T`: what `#[reduce(op)]` names.
 #[diagnostic::on_unimplemented(
-    message = "`#[reduce({Self})]` does not reduce `{T}`",
+    message = "the reduction `{Self}` does not reduce `{T}`",
     label = "not a reduction of `{T}`",
     note = "sum, product, min and max take the primitive integers and floats; for another type, \
             implement `offload::Reduce` for it and write `#[reduce]` with no operation"
@@ -139,7 +139,10 @@ const CELLS: usize = 256;
 const fn slots<T>() -> usize {
     let size = core::mem::size_of::<T>();
     assert!(size <= CELLS * 16, "a reduced value may be at most 4 KiB");
-    let fit = if size == 0 { CELLS } else { CELLS * 16 / size };
+    let fit = match (CELLS * 16).checked_div(size) {
+        Some(fit) => fit,
+        None => CELLS,
+    };
     // The largest power of two not above `fit`.
     1 << (usize::BITS - 1 - fit.leading_zeros())
 }
@@ -219,6 +222,11 @@ pub unsafe fn combine_launch<T: DeviceCopy, Op: ReduceOp<T>>(
     blocks: usize,
     target: *mut T,
 ) {
+    #[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
+    if crate::host_block::runs_plain() {
+        // SAFETY: the caller's contract.
+        return unsafe { plain::combine_launch::<T, Op>(mine, scratch, blocks, target) };
+    }
     let block_total = combine_block::<T, Op>(mine);
     let first = thread_idx().linear_in(block_dim()) == 0;
     let grid = grid_dim();
@@ -268,6 +276,143 @@ pub unsafe fn combine_launch<T: DeviceCopy, Op: ReduceOp<T>>(
         // SAFETY: only thread 0 of the last block writes the target, once, per the contract.
         unsafe { target.write(Op::combine(target.read(), total)) };
         // The scratch may be used again: no block counts after this one.
+        done.store(0, Relaxed);
+    }
+}
+
+/// The same combination on the host backend's fast path, where a block's threads run one after
+/// another as plain calls on one OS thread: each thread's value is kept until the block's last
+/// thread, which combines them in `combine_block`'s order, and then does the grid's part as the
+/// block's thread 0 would. A block whose threads do not all run here, in order, goes to the block
+/// scheduler (`NeedsBlockModel`).
+#[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
+mod plain {
+    use super::{slots, ReduceOp, SCRATCH_HEADER};
+    use crate::{block_dim, block_idx, grid_dim, thread_idx, DeviceCopy};
+    use core::cell::RefCell;
+    use core::sync::atomic::{AtomicU32, Ordering::Relaxed};
+    use std::vec::Vec;
+
+    /// The values so far of the block that this OS thread runs, per reduction (by its scratch):
+    /// the scratch, the block's linear index and the values' bytes, thread by thread.
+    struct Pending {
+        scratch: usize,
+        block: usize,
+        bytes: Vec<u8>,
+    }
+
+    std::thread_local! {
+        static PENDING: RefCell<Vec<Pending>> = const { RefCell::new(Vec::new()) };
+    }
+
+    /// `combine_block` of `values` (thread `t`'s at index `t`), one step after another.
+    fn combine_values<T: DeviceCopy, Op: ReduceOp<T>>(values: &[T]) -> T {
+        let capacity = slots::<T>();
+        let used = values.len().min(capacity);
+        let mut slot = values[..used].to_vec();
+        for (t, &v) in values.iter().enumerate().skip(capacity) {
+            slot[t % capacity] = Op::combine(slot[t % capacity], v);
+        }
+        let mut stride = used.next_power_of_two() / 2;
+        while stride > 0 {
+            for t in 0..stride.min(used - stride) {
+                slot[t] = Op::combine(slot[t], slot[t + stride]);
+            }
+            stride /= 2;
+        }
+        slot[0]
+    }
+
+    /// # Safety
+    /// As `super::combine_launch`.
+    pub(super) unsafe fn combine_launch<T: DeviceCopy, Op: ReduceOp<T>>(
+        mine: T,
+        scratch: *mut u8,
+        blocks: usize,
+        target: *mut T,
+    ) {
+        let size = core::mem::size_of::<T>();
+        let threads = block_dim().count() as usize;
+        let t = thread_idx().linear_in(block_dim());
+        let grid = grid_dim();
+        let block = block_idx().linear_in(grid);
+        let values = PENDING.with(|pending| {
+            let mut pending = pending.borrow_mut();
+            let at = pending.iter().position(|p| p.scratch == scratch as usize);
+            let entry = match (at, t) {
+                (Some(i), _) if pending[i].block == block && pending[i].bytes.len() == t * size => {
+                    &mut pending[i]
+                }
+                (at, 0) => {
+                    let fresh = Pending {
+                        scratch: scratch as usize,
+                        block,
+                        bytes: Vec::with_capacity(threads * size),
+                    };
+                    match at {
+                        Some(i) => {
+                            pending[i] = fresh;
+                            &mut pending[i]
+                        }
+                        None => {
+                            pending.push(fresh);
+                            pending.last_mut().unwrap()
+                        }
+                    }
+                }
+                // Threads of this block ran elsewhere or out of order.
+                _ => crate::host_block::needs_block_model(),
+            };
+            // SAFETY: `mine` is a `T` of `size` bytes.
+            entry.bytes.extend_from_slice(unsafe {
+                core::slice::from_raw_parts(&mine as *const T as *const u8, size)
+            });
+            if t + 1 < threads {
+                return None;
+            }
+            let index = at.unwrap_or(pending.len() - 1);
+            let done = pending.swap_remove(index);
+            Some(
+                done.bytes
+                    .chunks_exact(size.max(1))
+                    // SAFETY: each chunk holds the bytes of one `T`.
+                    .map(|b| unsafe { (b.as_ptr() as *const T).read_unaligned() })
+                    .collect::<Vec<T>>(),
+            )
+        });
+        let Some(values) = values else { return };
+        let block_total = combine_values::<T, Op>(&values);
+        // SAFETY: the scratch holds the zeroed counter and `blocks` slots (the contract).
+        let (done, partials) = unsafe {
+            (
+                &*(scratch as *const AtomicU32),
+                scratch.add(SCRATCH_HEADER) as *mut T,
+            )
+        };
+        assert!(
+            blocks == grid.count() as usize,
+            "reduction scratch does not match the grid"
+        );
+        // SAFETY: slot `block` is this block's alone.
+        unsafe { partials.add(block).write(block_total) };
+        crate::fence_device();
+        if done.fetch_add(1, Relaxed) as usize != blocks - 1 {
+            return;
+        }
+        crate::fence_device();
+        let accs: Vec<T> = (0..threads)
+            .map(|t| {
+                (t..blocks)
+                    .step_by(threads)
+                    .fold(Op::identity(), |acc, j| {
+                        // SAFETY: every block wrote its slot before counting itself done.
+                        Op::combine(acc, unsafe { partials.add(j).read() })
+                    })
+            })
+            .collect();
+        let total = combine_values::<T, Op>(&accs);
+        // SAFETY: only the last block writes the target, once (the contract).
+        unsafe { target.write(Op::combine(target.read(), total)) };
         done.store(0, Relaxed);
     }
 }

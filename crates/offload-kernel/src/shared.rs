@@ -204,8 +204,9 @@ macro_rules! shared {
             static SITE: u8 = 0;
             $crate::__host_static_shared(&SITE, __OFFLOAD_SHARED_BYTES)
         };
+        let (ptr, len): (*mut $t, usize) = (ptr as *mut $t, $n);
         // SAFETY: the block's own `[$t; $n]` of shared memory, 16-byte aligned.
-        unsafe { $crate::SharedSlice::<$t>::from_raw(ptr as *mut $t, $n) }
+        unsafe { $crate::SharedSlice::from_raw(ptr, len) }
     }};
 }
 

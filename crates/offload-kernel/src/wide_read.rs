@@ -9,11 +9,12 @@ use crate::wide_lanes::WideInputs;
 
 /// Call `f` with each index and the elements there of this thread's share of `inputs` (a slice, or a
 /// tuple of up to eight slices whose elements all have one size; the tuple's elements for a
-/// tuple), as [`grid_stride`](crate::grid_stride) would give them out, but 16 bytes per load:
-/// together the threads of a launch visit every index below the shortest input's length once,
-/// whatever the launch shape. The aligned middle goes in 16-byte chunks (thread `g` takes chunks
-/// `g`, `g + T`, …, four at a time), the unaligned ends element by element; when the inputs sit
-/// at different offsets from a 16-byte boundary, everything goes element by element.
+/// tuple), 16 bytes per load: together the threads of a launch visit every index below the
+/// shortest input's length once, whatever the launch shape. The aligned middle goes in 16-byte
+/// chunks: each block takes a contiguous region of them (an equal share, in block order), and
+/// its thread `t` takes chunks `t`, `t + B`, `t + 2B`, … of the region, four at a time. The
+/// unaligned ends go element by element, grid-stride; when the inputs sit at different offsets
+/// from a 16-byte boundary, everything goes element by element.
 ///
 /// A dot product: `for_each_mine_wide((x, y), |_, (x, y)| *total += x * y)` in a kernel taking
 /// `#[reduce(sum)] total: &mut f32`.
@@ -26,40 +27,44 @@ pub fn for_each_mine_wide<I: WideInputs>(inputs: I, mut f: impl FnMut(usize, I::
     let cut = Cut::of(first, alike, len, size);
     let lanes = WIDE_BYTES / size;
     let at = |c: usize| cut.head + c * lanes;
-    // SAFETY (every `load_chunks` below): chunk c's elements at(c)..at(c) + lanes lie within
-    // every input (c < cut.chunks), and at(c) is 16-byte aligned in the first input (the head
-    // reaches its first boundary) and so in every input (same offset from a boundary).
+    // Every `load_chunks` below: chunk c's elements at(c)..at(c) + lanes lie within every input
+    // (c < end <= cut.chunks), and at(c) is 16-byte aligned in the first input (the head reaches
+    // its first boundary) and so in every input (same offset from a boundary).
     let each = |f: &mut dyn FnMut(usize, I::Elements), c: usize, x: &I::Chunks| {
         for k in 0..lanes {
             f(at(c) + k, I::lane(x, k));
         }
     };
-    #[cfg(any(target_arch = "nvptx64", target_arch = "amdgpu"))]
-    {
-        let (mut c, stride) = (crate::global_id(), crate::global_threads());
-        // Every load first, then the elements: four 16-byte loads in flight per thread.
-        while c + 3 * stride < cut.chunks {
-            let x0 = unsafe { inputs.load_chunks(at(c)) };
-            let x1 = unsafe { inputs.load_chunks(at(c + stride)) };
-            let x2 = unsafe { inputs.load_chunks(at(c + 2 * stride)) };
-            let x3 = unsafe { inputs.load_chunks(at(c + 3 * stride)) };
-            each(&mut f, c, &x0);
-            each(&mut f, c + stride, &x1);
-            each(&mut f, c + 2 * stride, &x2);
-            each(&mut f, c + 3 * stride, &x3);
-            c += 4 * stride;
-        }
-        while c < cut.chunks {
-            let x = unsafe { inputs.load_chunks(at(c)) };
-            each(&mut f, c, &x);
-            c += stride;
-        }
+    // Block b walks its own contiguous region of the chunks, its threads `B` chunks apart
+    // (coalesced on a GPU; on the host, where a block's threads run one after another, the
+    // region stays in cache between them).
+    let (grid, block) = (crate::grid_dim(), crate::block_dim());
+    let threads = block.count() as usize;
+    let region = cut.chunks.div_ceil(grid.count() as usize);
+    let start = crate::block_idx().linear_in(grid) * region;
+    let end = (start + region).min(cut.chunks);
+    let mut c = start + crate::thread_idx().linear_in(block);
+    // Every load first, then the elements: four 16-byte loads in flight per thread.
+    while c + 3 * threads < end {
+        // SAFETY: a chunk below `end` (see above).
+        let x0 = unsafe { inputs.load_chunks(at(c)) };
+        // SAFETY: a chunk below `end` (see above).
+        let x1 = unsafe { inputs.load_chunks(at(c + threads)) };
+        // SAFETY: a chunk below `end` (see above).
+        let x2 = unsafe { inputs.load_chunks(at(c + 2 * threads)) };
+        // SAFETY: a chunk below `end` (see above).
+        let x3 = unsafe { inputs.load_chunks(at(c + 3 * threads)) };
+        each(&mut f, c, &x0);
+        each(&mut f, c + threads, &x1);
+        each(&mut f, c + 2 * threads, &x2);
+        each(&mut f, c + 3 * threads, &x3);
+        c += 4 * threads;
     }
-    // On the host, where one call may run a range of threads (`GridStride` knows how).
-    #[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
-    for c in GridStride::mine(cut.chunks, 0) {
+    while c < end {
+        // SAFETY: a chunk below `end` (see above).
         let x = unsafe { inputs.load_chunks(at(c)) };
         each(&mut f, c, &x);
+        c += threads;
     }
     // The head and tail, numbered one after the other and shared out grid-stride too.
     let ends = cut.head + cut.tail;

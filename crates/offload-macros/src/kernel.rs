@@ -178,10 +178,7 @@ fn with_reductions(params: &[Param], body: TokenStream) -> TokenStream {
         .iter()
         .map(|p| p.reduce_op.as_ref().expect("a reduction has its operation"))
         .collect();
-    let accs: Vec<Ident> = names
-        .iter()
-        .map(|n| format_ident!("{}__acc", n))
-        .collect();
+    let accs: Vec<Ident> = names.iter().map(|n| format_ident!("{}__acc", n)).collect();
     let combines = reductions.iter().zip(&accs).map(|(p, acc)| {
         let (ptr, _) = raw_names(p);
         let (scratch, blocks) = scratch_names(p);
@@ -343,7 +340,9 @@ fn amdgpu_entry(
             }
             Passing::Reduce => {
                 let (scratch, blocks) = scratch_names(p);
-                inputs.push(quote! { #ptr: &*mut #elem, #len: &usize, #scratch: &*mut u8, #blocks: &usize });
+                inputs.push(
+                    quote! { #ptr: &*mut #elem, #len: &usize, #scratch: &*mut u8, #blocks: &usize },
+                );
                 loads.push(quote! { let (#ptr, #len, #scratch, #blocks) = (*#ptr, *#len, *#scratch, *#blocks); });
             }
             Passing::Nd(rank) => {
@@ -600,7 +599,7 @@ fn expand_host(
                 Passing::Atomic => quote! { #n: &'s mut [#elem] },
                 Passing::Ref => quote! { #n: &'s #elem },
                 Passing::Reduce => {
-                    quote! { #n: impl ::offload::map::ReduceInto<#elem> + ::offload::map::StreamArg<'s, #mode> }
+                    quote! { #n: impl ::offload::map::ReduceInto<#elem> + ::offload::map::ReduceOnDevice + ::offload::map::StreamArg<'s, #mode> }
                 }
             }
         }).collect()
@@ -665,9 +664,12 @@ fn expand_host(
     // One call may run a whole range of threads when nothing but the outputs' elements is
     // shared between threads: atomics and raw output pointers are reached by every thread, so
     // each thread's own call must reach them.
-    let may_run_as_one = !params
-        .iter()
-        .any(|p| matches!(p.passing, Passing::Atomic | Passing::PtrMut | Passing::Reduce));
+    let may_run_as_one = !params.iter().any(|p| {
+        matches!(
+            p.passing,
+            Passing::Atomic | Passing::PtrMut | Passing::Reduce
+        )
+    });
     let arity = params.len();
     let arity_msg = {
         // What a caller passes, as written (not the launcher's map-kind traits).

@@ -176,7 +176,9 @@ fn parse_reduce(attrs: &[Attribute]) -> Result<Option<(syn::Path, Span)>> {
         let op = match &attr.meta {
             syn::Meta::Path(_) => "Own".to_string(),
             _ => {
-                let op: Ident = attr.parse_args().map_err(|_| unknown_reduction(attr.span(), "?"))?;
+                let op: Ident = attr
+                    .parse_args()
+                    .map_err(|_| unknown_reduction(attr.span(), "?"))?;
                 match op.to_string().as_str() {
                     "sum" => "Sum",
                     "product" => "Product",

@@ -138,7 +138,10 @@ impl Recording {
                     .to_string(),
             });
         }
-        if args.iter().any(|a| matches!(a.data, ArgData::Scratch { .. })) {
+        if args
+            .iter()
+            .any(|a| matches!(a.data, ArgData::Scratch { .. }))
+        {
             return Err(Error::InvalidLaunch {
                 kernel: kernel.name,
                 device: device.name().to_string(),

@@ -21,6 +21,15 @@ pub const DEFAULT_BLOCK: u32 = 256;
 /// (docs/PERFORMANCE.md, "Why the defaults are what they are").
 pub const DEFAULT_ELEMENTS_PER_THREAD: u64 = 4;
 
+/// Threads per block of a default launch of a kernel with `#[reduce]` parameters on the host
+/// CPU, where a block's threads run one after another: few, so that they walk their block's
+/// region of the data together, each a 16-byte chunk apart in a cache line.
+pub const HOST_REDUCTION_BLOCK: u32 = 4;
+
+/// Bytes of data per block at most in a default launch of such a kernel on the host CPU: small
+/// enough to stay in a core's cache while the block's threads walk it.
+pub const HOST_REDUCTION_REGION: u64 = 128 << 10;
+
 /// Bytes each thread covers at least in a default launch: one 16-byte access of the `#[wide]`
 /// ownership loops (`update_mine_wide`), so that threads of 2-byte elements each get a whole
 /// chunk.
@@ -173,20 +182,34 @@ impl<'d> Launch<'d> {
             device: device.name().to_string(),
             reason,
         };
-        let block = self.block.unwrap_or(Dim3::new(DEFAULT_BLOCK, 1, 1));
+        let host = device.kind() == BackendKind::Host;
+        let reduction = kernel.share == ThreadShare::Reduction;
+        let default_block = if host && reduction {
+            HOST_REDUCTION_BLOCK
+        } else {
+            DEFAULT_BLOCK
+        };
+        let block = self.block.unwrap_or(Dim3::new(default_block, 1, 1));
         let grid = match self.grid {
             Some(grid) => grid,
             None => {
                 let per_block = block.count().max(1);
-                let blocks = if kernel.share == ThreadShare::Reduction {
-                    // Each block's total waits for the block's barriers, and the last block
-                    // combines them all: one block per worker (per resident block on a GPU),
-                    // the threads walking the data grid-stride.
-                    let one_per_thread = items.div_ceil(per_block).max(1);
+                let one_per_thread = items.div_ceil(per_block).max(1);
+                let blocks = if reduction && host {
+                    // A block's few threads run one after another over its region of the
+                    // data (`for_each_mine_wide`), which stays in the core's cache between
+                    // them: regions of at most HOST_REDUCTION_REGION bytes, some per worker.
+                    let regions = (items * elem_size).div_ceil(HOST_REDUCTION_REGION);
+                    regions
+                        .max(limits.multiprocessors as u64 * 4)
+                        .min(one_per_thread)
+                } else if reduction {
+                    // The last block combines every block's total: one device-full of blocks,
+                    // their threads walking the rest of the data in turn.
                     let resident = limits.multiprocessors as u64
                         * (limits.threads_per_multiprocessor as u64 / per_block).max(1);
                     one_per_thread.min(resident.max(1))
-                } else if device.kind() == BackendKind::Host {
+                } else if host {
                     // A GPU thread costs a plain call there, and with one element per thread
                     // each worker's range of threads walks consecutive elements (backend::host).
                     // A `#[grid]` kernel's thread walks a strip item of its own: with one per

@@ -181,12 +181,14 @@ impl Loaded {
 
 /// The code of `kernel` that `backend` ranks best, with the address that identifies it. The
 /// host build runs ranges of threads without the block model where the kernel's PTX shows its
-/// threads never wait for one another (looked up only when the host build is chosen).
+/// threads never wait for one another (looked up only when the host build is chosen), and tries
+/// to elsewhere (see `backend::host`).
 fn choose_code(backend: &dyn Backend, kernel: &'static Kernel) -> Option<(Code<'static>, usize)> {
     let host = Code::Host {
         name: kernel.name,
         thread: kernel.host_thread,
         threads: None,
+        independent: false,
     };
     let host_key = &kernel.host_thread as *const _ as usize;
     let images = kernel
@@ -203,7 +205,8 @@ fn choose_code(backend: &dyn Backend, kernel: &'static Kernel) -> Option<(Code<'
         Code::Host { name, thread, .. } => Code::Host {
             name,
             thread,
-            threads: kernel.threads_independent().then_some(kernel.host_threads),
+            threads: Some(kernel.host_threads),
+            independent: kernel.threads_independent(),
         },
         image => image,
     };

@@ -276,3 +276,15 @@ device_reduce_targets!(
     crate::DeviceViewMut<'_, T>,
     crate::DeviceSlice<'_, T>
 );
+
+/// A reduction's target in device memory, which a stream's `enqueue` requires (a host value
+/// would need a copy back on the stream).
+#[diagnostic::on_unimplemented(
+    message = "on a stream, a `#[reduce]` parameter takes device memory, not `{Self}`",
+    label = "expected `&mut DeviceVec<_>` of length 1, a one-element view or device slice",
+    note = "the result stays on the device; read it with `DeviceVec::to_vec` when needed"
+)]
+pub trait ReduceOnDevice: sealed::Sealed {}
+impl<T: DeviceCopy> ReduceOnDevice for &mut crate::DeviceVec<T> {}
+impl<T: DeviceCopy> ReduceOnDevice for crate::DeviceViewMut<'_, T> {}
+impl<T: DeviceCopy> ReduceOnDevice for crate::DeviceSlice<'_, T> {}

@@ -48,6 +48,7 @@ pub(crate) struct OutputBackups {
 unsafe impl Sync for OutputBackups {}
 
 impl OutputBackups {
+
     /// The `bytes` at `ptr` are an output, to be saved before the kernel writes them.
     ///
     /// # Safety
@@ -75,6 +76,7 @@ impl OutputBackups {
 }
 
 impl SavedOutputs for OutputBackups {
+
     fn save_all(&self) {
         for o in &self.outputs {
             // SAFETY: per the contract of `add`, `bytes` readable bytes not written during this
@@ -290,6 +292,7 @@ mod tests {
                     name: "ranges",
                     thread: one_thread,
                     threads: Some(threads),
+                    independent: true,
                 })
                 .unwrap();
             let entry = host.find_entry(image, "ranges").unwrap();

@@ -183,7 +183,8 @@ mod tests {
             on_device(0x1000, 4).with_extents(&[2, 2]),
             KernelArg::value(&b),
         ];
-        kept.pack(&device, "k", &first, 1, |_| unreachable!()).unwrap();
+        kept.pack(&device, "k", &first, 1, |_| unreachable!())
+            .unwrap();
         assert_eq!(packed(&kept), fresh(&device, &first));
         // The same kinds: written in place.
         let (a, b) = (7u8, -1.0f64);
@@ -225,13 +226,15 @@ mod tests {
             |device: &Device, addr| KernelArg::resident::<f32>(device.id(), addr, 4, false, None);
         let mut kept = KeptParams::default();
         let good = [KernelArg::value(&n), on(&device, 0x1000)];
-        kept.pack(&device, "k", &good, 1, |_| unreachable!()).unwrap();
+        kept.pack(&device, "k", &good, 1, |_| unreachable!())
+            .unwrap();
         // Another layout, refused after its first parameter was packed.
         let refused = [KernelArg::value(&1u8), on(&other, 0x2000)];
         assert!(kept
             .pack(&device, "k", &refused, 1, |_| unreachable!())
             .is_err());
-        kept.pack(&device, "k", &good, 1, |_| unreachable!()).unwrap();
+        kept.pack(&device, "k", &good, 1, |_| unreachable!())
+            .unwrap();
         assert_eq!(packed(&kept), fresh(&device, &good));
     }
 }

@@ -723,43 +723,49 @@ fn queue_launch<M: StreamMode>(
         }
         Ok::<(), Error>(())
     };
-    let resident = params.pack(device, kernel.name, args, shape.grid.count(), |data| match data {
-        HostData::Scratch { bytes } => {
-            let d = alloc(backend, kernel, bytes, buffers)?;
-            // SAFETY: `d` holds `bytes` >= the header.
-            unsafe { backend.fill_zero(d, offload_kernel::reduce::SCRATCH_HEADER)? };
-            Ok(d)
-        }
-        HostData::Input {
-            present_only: true, ..
-        } => Err(Error::InvalidLaunch {
-            kernel: kernel.name,
-            device: device.name().to_string(),
-            reason: "a stream does not look data regions up: pass the region's mapped \
+    let resident = params.pack(
+        device,
+        kernel.name,
+        args,
+        shape.grid.count(),
+        |data| match data {
+            HostData::Scratch { bytes } => {
+                let d = alloc(backend, kernel, bytes, buffers)?;
+                // SAFETY: `d` holds `bytes` >= the header.
+                unsafe { backend.fill_zero(d, offload_kernel::reduce::SCRATCH_HEADER)? };
+                Ok(d)
+            }
+            HostData::Input {
+                present_only: true, ..
+            } => Err(Error::InvalidLaunch {
+                kernel: kernel.name,
+                device: device.name().to_string(),
+                reason: "a stream does not look data regions up: pass the region's mapped \
                      handle instead of present(..)"
-                .to_string(),
-        }),
-        HostData::Input { ptr, bytes, .. } => {
-            let d = alloc(backend, kernel, bytes, buffers)?;
-            summary.copied += 1;
-            copy_in(d, ptr, bytes, summary)?;
-            Ok(d)
-        }
-        HostData::Output { ptr, bytes, kind } => {
-            let d = alloc(backend, kernel, bytes, buffers)?;
-            summary.copied += 1;
-            if matches!(kind, OutKind::ToFrom | OutKind::To) {
+                    .to_string(),
+            }),
+            HostData::Input { ptr, bytes, .. } => {
+                let d = alloc(backend, kernel, bytes, buffers)?;
+                summary.copied += 1;
                 copy_in(d, ptr, bytes, summary)?;
-            } else {
-                // SAFETY: `d` holds `bytes`.
-                unsafe { backend.fill_zero(d, bytes)? };
+                Ok(d)
             }
-            if matches!(kind, OutKind::ToFrom | OutKind::From) {
-                copy_back.push((ptr, d, bytes));
+            HostData::Output { ptr, bytes, kind } => {
+                let d = alloc(backend, kernel, bytes, buffers)?;
+                summary.copied += 1;
+                if matches!(kind, OutKind::ToFrom | OutKind::To) {
+                    copy_in(d, ptr, bytes, summary)?;
+                } else {
+                    // SAFETY: `d` holds `bytes`.
+                    unsafe { backend.fill_zero(d, bytes)? };
+                }
+                if matches!(kind, OutKind::ToFrom | OutKind::From) {
+                    copy_back.push((ptr, d, bytes));
+                }
+                Ok(d)
             }
-            Ok(d)
-        }
-    })?;
+        },
+    )?;
     summary.resident = resident;
     let claim = claim_uses(args);
     // Data whose uses are not tracked (a region's handles; any, with tracking off) may have been

@@ -271,6 +271,9 @@ pub(crate) fn launch(
     let traced = !host_memory;
     // When the first copy to the device began; a launch on device data reads no clock for it.
     let mut copies_began: Option<Instant> = None;
+    // Reductions' scratch on a device whose memory is the host's, dropped after `backups` (which
+    // puts back its zeroed header if the host plugin runs the kernel again another way).
+    let mut host_scratch: Vec<Vec<u128>> = Vec::new();
     // Declared before `buffers`, so dropped (restoring the outputs of a failed launch) after it
     // drained the queue.
     let mut backups = OutputBackups::default();
@@ -289,62 +292,96 @@ pub(crate) fn launch(
     let mut copy_back = Vec::new();
     // Whether an output is worked on in a copy (not saved in `backups`).
     let mut outputs_copied = false;
-    let (params, resident) = pack(device, kernel, args, shape.grid.count(), |data| match data {
-        HostData::Scratch { bytes } => {
-            let header = offload_kernel::reduce::SCRATCH_HEADER;
-            Ok(buffers.scratch(kernel, bytes, header)?)
-        }
-        HostData::Input {
-            ptr,
-            bytes,
-            present_only,
-        } => {
-            let found = present::table().retain(device_id, backend.name(), ptr as usize, bytes)?;
-            match found {
-                Some(found) => {
-                    buffers.retained.push(found.key);
-                    trace::present(backend.name(), ptr as usize, bytes, found.refs);
-                    summary.present += 1;
-                    Ok(found.device)
-                }
-                None if present_only => Err(Error::NotPresent {
-                    device: backend.name().to_string(),
-                    host: ptr as usize,
-                    bytes,
-                }),
-                None => {
-                    summary.copied += 1;
-                    copies_began.get_or_insert_with(Instant::now);
-                    Ok(buffers.map(kernel, ptr, bytes, true, false, report)?.0)
+    let (params, resident) = pack(
+        device,
+        kernel,
+        args,
+        shape.grid.count(),
+        |data| match data {
+            HostData::Scratch { bytes } if host_memory => {
+                let mut memory = vec![0u128; bytes.div_ceil(16)];
+                let ptr = memory.as_mut_ptr() as *mut u8;
+                host_scratch.push(memory);
+                // SAFETY: zeroed bytes of this launch, which `backups` does not outlive; only the
+                // kernel writes them meanwhile.
+                unsafe { backups.add(ptr, offload_kernel::reduce::SCRATCH_HEADER) };
+                Ok(DevicePtr(ptr as usize as u64))
+            }
+            HostData::Scratch { bytes } => {
+                let header = offload_kernel::reduce::SCRATCH_HEADER;
+                Ok(buffers.scratch(kernel, bytes, header)?)
+            }
+            HostData::Input {
+                ptr,
+                bytes,
+                present_only,
+            } => {
+                let found =
+                    present::table().retain(device_id, backend.name(), ptr as usize, bytes)?;
+                match found {
+                    Some(found) => {
+                        buffers.retained.push(found.key);
+                        trace::present(backend.name(), ptr as usize, bytes, found.refs);
+                        summary.present += 1;
+                        Ok(found.device)
+                    }
+                    None if present_only => Err(Error::NotPresent {
+                        device: backend.name().to_string(),
+                        host: ptr as usize,
+                        bytes,
+                    }),
+                    None => {
+                        summary.copied += 1;
+                        copies_began.get_or_insert_with(Instant::now);
+                        Ok(buffers.map(kernel, ptr, bytes, true, false, report)?.0)
+                    }
                 }
             }
-        }
-        // A `&mut` borrow cannot alias mapped data (every map holds a borrow of its host
-        // bytes), so outputs are never present: each gets its own device copy.
-        HostData::Output {
-            ptr,
-            bytes,
-            kind: OutKind::ToFrom,
-        } if host_memory => {
-            // SAFETY: a `&mut` host slice borrowed for the launch, which `backups` does not
-            // outlive; only the kernel writes it meanwhile.
-            unsafe { backups.add(ptr, bytes) };
-            Ok(DevicePtr(ptr as usize as u64))
-        }
-        HostData::Output { ptr, bytes, kind } => {
-            outputs_copied = true;
-            let copy_in = matches!(kind, OutKind::ToFrom | OutKind::To);
-            let back = matches!(kind, OutKind::ToFrom | OutKind::From);
-            copies_began.get_or_insert_with(Instant::now);
-            let (device, slot) = buffers.map(kernel, ptr, bytes, copy_in, back, report)?;
-            if back {
-                copy_back.push((ptr, device, bytes, slot));
+            // A `&mut` borrow cannot alias mapped data (every map holds a borrow of its host
+            // bytes), so outputs are never present: each gets its own device copy.
+            HostData::Output {
+                ptr,
+                bytes,
+                kind: OutKind::ToFrom,
+            } if host_memory => {
+                // SAFETY: a `&mut` host slice borrowed for the launch, which `backups` does not
+                // outlive; only the kernel writes it meanwhile.
+                unsafe { backups.add(ptr, bytes) };
+                Ok(DevicePtr(ptr as usize as u64))
             }
-            summary.copied += 1;
-            Ok(device)
-        }
-    })?;
+            HostData::Output { ptr, bytes, kind } => {
+                outputs_copied = true;
+                let copy_in = matches!(kind, OutKind::ToFrom | OutKind::To);
+                let back = matches!(kind, OutKind::ToFrom | OutKind::From);
+                copies_began.get_or_insert_with(Instant::now);
+                let (device, slot) = buffers.map(kernel, ptr, bytes, copy_in, back, report)?;
+                if back {
+                    copy_back.push((ptr, device, bytes, slot));
+                }
+                summary.copied += 1;
+                Ok(device)
+            }
+        },
+    )?;
     summary.resident += resident;
+    if host_memory {
+        // Device data on the host CPU is host memory too: saved like the outputs, so that a
+        // launch the plugin runs again another way starts from the same data.
+        for arg in args.iter() {
+            if let ArgData::Resident {
+                addr,
+                len,
+                elem_size,
+                writable: true,
+                ..
+            } = arg.data
+            {
+                // SAFETY: writable device data of this launch, which no other argument writes
+                // (`check_arguments`) and nothing else reaches while the launch runs.
+                unsafe { backups.add(addr as usize as *mut u8, len * elem_size) };
+            }
+        }
+    }
     // Device data that streams use: after their conflicting work, and noted as done below.
     let claim = claim_uses(args);
     claim.order_on(device.queue())?;

@@ -1,8 +1,9 @@
-//! The kernels of the conjugate-gradient solver (the operator and the scalar steps between the
-//! cuBLAS calls), and kernels on ndarray views (`arrays`). Compiled for the GPU too
-//! (`no_std`-compatible).
+//! The kernels of the conjugate-gradient solvers: with `#[reduce]` dot products and norms
+//! (`cg`), and the operator and scalar steps between the cuBLAS variant's calls (here); and
+//! kernels on ndarray views (`arrays`). Compiled for the GPU too (`no_std`-compatible).
 
 pub mod arrays;
+pub mod cg;
 
 /// `ap = A p`, A the 5-point Laplacian (4 on the diagonal, -1 for each neighbour) on an `n × n`
 /// grid of unknowns, row-major, with zero values outside the grid (Dirichlet boundary).

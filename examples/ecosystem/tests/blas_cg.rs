@@ -1,6 +1,9 @@
 //! cuBLAS on offload's data (`offload::blas`), the raw handles behind it, and the CG solver that
-//! mixes both with offload's kernels: on the host backend, and on a GPU driven by the CUDA
-//! plugin (skipped visibly without one; a failure with `OFFLOAD_REQUIRE_GPU=1`).
+//! mixes both with offload's kernels (`cg::solve_cublas`): on the host backend, and on a GPU
+//! driven by the CUDA plugin (skipped visibly without one; a failure with
+//! `OFFLOAD_REQUIRE_GPU=1`). Built with the `cublas` feature (on by default); the CG solver
+//! without cuBLAS is tests/cg_reductions.rs's.
+#![cfg(feature = "cublas")]
 
 use offload::blas::Blas;
 use offload::{BackendKind, Device, DeviceVec, Error, NativeQueue};
@@ -127,7 +130,7 @@ fn cg_matches_cpu(device: &Device, n: usize) {
         check_every: 5,
     };
     let b = cg::right_hand_side(n);
-    let on_device = cg::solve_on(device, &problem, &b).unwrap();
+    let on_device = cg::solve_cublas(device, &problem, &b).unwrap();
     let on_cpu = cg::solve_cpu(&problem, &b);
     assert!(on_device.residual < problem.tolerance, "{on_device:?}");
     assert!(cg::true_residual(n, &b, &on_device.x) < 10.0 * problem.tolerance);

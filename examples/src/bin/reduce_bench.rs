@@ -47,7 +47,10 @@ fn gpu(device: &Device) -> BenchResult<()> {
         let (sum_t, dot_t, bytes) = if dtype == "float32" {
             let x: Vec<f32> = (0..n).map(|i| ((i % 1000) as f32) * 1e-3 - 0.4).collect();
             let y: Vec<f32> = (0..n).map(|i| ((i % 777) as f32) * 1e-3 - 0.3).collect();
-            let (xd, yd) = (DeviceVec::from_slice(device, &x)?, DeviceVec::from_slice(device, &y)?);
+            let (xd, yd) = (
+                DeviceVec::from_slice(device, &x)?,
+                DeviceVec::from_slice(device, &y)?,
+            );
             let mut total = DeviceVec::from_slice(device, &[0.0f32])?;
             let sum_t = best_per_launch(device, |s| {
                 reductions::sum_f32::enqueue(s, Launch::auto(), &xd, &mut total)
@@ -60,12 +63,20 @@ fn gpu(device: &Device) -> BenchResult<()> {
             })?;
             let mut one = 0.0f32;
             reductions::dot_f32::launch(Launch::on(device), &xd, &yd, &mut one)?;
-            check("dot f32", one as f64, x.iter().zip(&y).map(|(&a, &b)| a as f64 * b as f64), 1e-5)?;
+            check(
+                "dot f32",
+                one as f64,
+                x.iter().zip(&y).map(|(&a, &b)| a as f64 * b as f64),
+                1e-5,
+            )?;
             (sum_t, dot_t, 4)
         } else {
             let x: Vec<f64> = (0..n).map(|i| ((i % 1000) as f64) * 1e-3 - 0.4).collect();
             let y: Vec<f64> = (0..n).map(|i| ((i % 777) as f64) * 1e-3 - 0.3).collect();
-            let (xd, yd) = (DeviceVec::from_slice(device, &x)?, DeviceVec::from_slice(device, &y)?);
+            let (xd, yd) = (
+                DeviceVec::from_slice(device, &x)?,
+                DeviceVec::from_slice(device, &y)?,
+            );
             let mut total = DeviceVec::from_slice(device, &[0.0f64])?;
             let sum_t = best_per_launch(device, |s| {
                 reductions::sum_f64::enqueue(s, Launch::auto(), &xd, &mut total)
@@ -108,10 +119,17 @@ fn gpu(device: &Device) -> BenchResult<()> {
             .filter_map(|m| Some((*m, python_ms(m, dtype, n, &["x.sum()", "x.dot(y)"])?)))
             .collect();
         for (module, ms) in &refs {
-            println!("{module} {short}: sum {:.1} us, dot {:.1} us", ms[0] * 1e3, ms[1] * 1e3);
+            println!(
+                "{module} {short}: sum {:.1} us, dot {:.1} us",
+                ms[0] * 1e3,
+                ms[1] * 1e3
+            );
         }
         if let Some(best_sum) = refs.iter().map(|(_, ms)| ms[0]).reduce(f64::min) {
-            let best_dot = refs.iter().map(|(_, ms)| ms[1]).fold(f64::INFINITY, f64::min);
+            let best_dot = refs
+                .iter()
+                .map(|(_, ms)| ms[1])
+                .fold(f64::INFINITY, f64::min);
             for (what, ours, theirs) in [("sum", sum_t, best_sum), ("dot", dot_t, best_dot)] {
                 Ratio::print(
                     "reduce_bench",
@@ -128,9 +146,14 @@ fn gpu(device: &Device) -> BenchResult<()> {
 }
 
 fn argmin(device: &Device, n: usize) -> BenchResult<()> {
-    let x: Vec<f32> = (0..n).map(|i| ((i * 7919 % 1_000_003) as f32) * 1e-3).collect();
+    let x: Vec<f32> = (0..n)
+        .map(|i| ((i * 7919 % 1_000_003) as f32) * 1e-3)
+        .collect();
     let xd = DeviceVec::from_slice(device, &x)?;
-    let identity = MinLoc { value: f32::INFINITY, index: u32::MAX };
+    let identity = MinLoc {
+        value: f32::INFINITY,
+        index: u32::MAX,
+    };
     let mut best = DeviceVec::from_slice(device, &[identity])?;
     let t = best_per_launch(device, |s| {
         reductions::argmin::enqueue(s, Launch::auto(), &xd, &mut best)
@@ -138,7 +161,14 @@ fn argmin(device: &Device, n: usize) -> BenchResult<()> {
     let mut one = identity;
     reductions::argmin::launch(Launch::on(device), &xd, &mut one)?;
     let expected = x.iter().enumerate().fold(identity, |b, (i, &v)| {
-        if v < b.value { MinLoc { value: v, index: i as u32 } } else { b }
+        if v < b.value {
+            MinLoc {
+                value: v,
+                index: i as u32,
+            }
+        } else {
+            b
+        }
     });
     if one != expected {
         return Err(format!("argmin: {one:?} against the CPU's {expected:?}").into());
@@ -196,7 +226,12 @@ fn host_sum() -> BenchResult<()> {
 }
 
 /// Within `relative` of the sum of |terms| from the f64 CPU sum.
-fn check(what: &str, got: f64, terms: impl Iterator<Item = f64> + Clone, relative: f64) -> BenchResult<()> {
+fn check(
+    what: &str,
+    got: f64,
+    terms: impl Iterator<Item = f64> + Clone,
+    relative: f64,
+) -> BenchResult<()> {
     let exact: f64 = terms.clone().sum();
     let magnitude: f64 = terms.map(f64::abs).sum();
     if (got - exact).abs() > relative * magnitude {

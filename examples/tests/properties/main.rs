@@ -22,6 +22,7 @@ mod common;
 mod atomics;
 mod block;
 mod elementwise;
+mod reductions;
 mod warps;
 
 use offload::{Device, Dim3, Launch};

@@ -18,10 +18,14 @@ pub enum Code<'a> {
         name: &'static str,
         /// Runs one GPU thread of the kernel.
         thread: HostThread,
-        /// Runs a range of the launch's threads one after the other, with no block model:
-        /// offered for kernels whose threads never wait for one another (no barrier, warp
-        /// operation or shared memory), for which it gives the same results as `thread`.
+        /// Runs a range of the launch's threads one after the other, with no block model: it
+        /// gives the same results as `thread` for kernels whose threads never wait for one
+        /// another (no barrier, warp operation or shared memory), and unwinds with
+        /// `NeedsBlockModel` in a thread that reaches one.
         threads: Option<HostThreads>,
+        /// Whether the kernel's threads are known never to wait for one another (from its PTX);
+        /// else `threads` is tried only where the launch can be run again.
+        independent: bool,
     },
 }
 

@@ -29,6 +29,7 @@ use crate::backend::interface::{
 use crate::backend::limits::{EntryLimits, Limits, Shape};
 use crate::backend::packed::PackedArgs;
 use crate::{Error, Result};
+use offload_kernel::host_block::NeedsBlockModel;
 use offload_kernel::host_context::{
     with_output_saving, NeedsThreadIds, NeedsWholeBackup, ThreadRange,
 };
@@ -67,6 +68,12 @@ struct HostEntry {
     name: &'static str,
     thread: HostThread,
     threads: Option<HostThreads>,
+    /// Whether `threads` is known to fit the kernel (its PTX shows no barrier, warp operation or
+    /// shared memory); else it is tried where the launch can run again (see `run`).
+    independent: bool,
+    /// Set once a launch found that the kernel needs the block model (`NeedsBlockModel`): later
+    /// launches go to the scheduler at once.
+    needs_block_model: Arc<AtomicBool>,
     /// Set once a launch found that the kernel reads per-thread ids, so that a range of its
     /// threads cannot run as one call (`NeedsThreadIds`): later launches run one per call.
     reads_thread_ids: Arc<AtomicBool>,
@@ -188,7 +195,10 @@ impl HostBackend {
     /// Runs a launch to its end. With `outputs`, ranges of threads of a kernel that never waits
     /// may run as one call each, saving the output elements each range is about to write, in
     /// its task; the launch runs again another way (after `outputs` put back what was saved)
-    /// if the kernel reads per-thread ids, or reaches an output without naming its elements.
+    /// if the kernel reads per-thread ids, or reaches an output without naming its elements. A
+    /// kernel not known to never wait (no PTX says so) runs as plain calls too where `outputs`
+    /// can put everything back, and on the scheduler once a thread reaches a barrier, a warp
+    /// operation or shared memory.
     ///
     /// # Safety
     /// As [`Backend::launch`].
@@ -206,60 +216,66 @@ impl HostBackend {
             device: self.device.name.clone(),
             reason,
         })?;
-        let Shape {
-            grid,
-            block,
-            dynamic_shared,
-        } = shape;
-        let run = |way: Way| match entry.threads {
-            Some(threads) => {
-                let total = grid.count() * block.count();
-                let task = |t: u64| {
-                    let first = t * THREADS_PER_TASK;
-                    let range = ThreadRange {
-                        grid,
-                        block,
-                        first,
-                        end: (first + THREADS_PER_TASK).min(total),
-                        warp_size,
-                        as_one: way != Way::OnePerCall,
-                    };
-                    // SAFETY: `args` are this entry's packed parameters (the trait contract),
-                    // `range` lies in the grid, and the entry's threads never wait for one
-                    // another (how the layer above chose this build).
-                    let call = || unsafe { threads(args, range) };
-                    match (way, outputs) {
-                        (Way::RangesSavingRuns, Some(outputs)) => saving_runs(outputs, call),
-                        _ => call(),
-                    }
-                };
-                (0..total.div_ceil(THREADS_PER_TASK))
-                    .into_par_iter()
-                    .for_each(task)
+        // Plain calls where they are known to fit, or where a launch that finds they do not
+        // (a thread reaching a barrier, a warp operation or shared memory) can be put back and
+        // run again on the scheduler.
+        let plain = entry.threads.filter(|_| {
+            entry.independent
+                || (outputs.is_some() && !entry.needs_block_model.load(Ordering::Relaxed))
+        });
+        if let (Some(_), false, Some(saved)) = (plain, entry.independent, outputs) {
+            // SAFETY: the caller keeps the contract.
+            let ran = unsafe { self.run_ways(&entry, plain, shape, warp_size, args, saved) };
+            let Err(e) = ran else { return Ok(()) };
+            if !entry.needs_block_model.load(Ordering::Relaxed) {
+                return Err(e);
             }
+            saved.restore();
+            // SAFETY: as above.
+            return unsafe { self.run_ways(&entry, None, shape, warp_size, args, saved) };
+        }
+        match outputs {
+            // SAFETY: the caller keeps the contract.
+            Some(saved) => unsafe { self.run_ways(&entry, plain, shape, warp_size, args, saved) },
             None => {
-                // SAFETY: `args` are this entry's packed parameters (the trait contract), and
-                // every thread runs through the scheduler.
-                let run_thread = || unsafe { (entry.thread)(args) };
-                let run_block = |b: u64| {
-                    scheduler::run_block(
-                        entry.name,
-                        Dim3::from_linear(b, grid),
-                        grid,
-                        block,
-                        dynamic_shared as usize,
-                        warp_size,
-                        &run_thread,
-                    )
-                };
-                (0..grid.count()).into_par_iter().for_each(run_block)
+                let ran = catch_unwind(AssertUnwindSafe(|| {
+                    // SAFETY: as above.
+                    unsafe {
+                        run_once(&entry, plain, shape, warp_size, args, Way::OnePerCall, None)
+                    }
+                }));
+                self.finished(ran)
             }
+        }
+    }
+
+    /// Runs the launch with `plain` (or on the scheduler without it), saving and restoring the
+    /// outputs through `outputs` as the ways tried need. A thread that needs the block model sets
+    /// the entry's flag and fails the run.
+    ///
+    /// # Safety
+    /// As `launch`.
+    unsafe fn run_ways(
+        &self,
+        entry: &HostEntry,
+        plain: Option<HostThreads>,
+        shape: Shape,
+        warp_size: u32,
+        args: &PackedArgs,
+        outputs: &dyn SavedOutputs,
+    ) -> Result<()> {
+        let run = |way: Way| {
+            // SAFETY: the caller's contract.
+            unsafe { run_once(entry, plain, shape, warp_size, args, way, Some(outputs)) }
         };
-        let attempt = |way: Way| catch_unwind(AssertUnwindSafe(|| run(way)));
-        let Some(outputs) = outputs else {
-            return self.finished(attempt(Way::OnePerCall));
+        let attempt = |way: Way| {
+            let ran = catch_unwind(AssertUnwindSafe(|| run(way)));
+            if matches!(&ran, Err(payload) if payload.is::<NeedsBlockModel>()) {
+                entry.needs_block_model.store(true, Ordering::Relaxed);
+            }
+            ran
         };
-        let ranges = entry.threads.is_some();
+        let ranges = plain.is_some();
         if ranges
             && !entry.reads_thread_ids.load(Ordering::Relaxed)
             && !entry.reaches_outputs_unnamed.load(Ordering::Relaxed)
@@ -289,7 +305,79 @@ impl HostBackend {
         }
         self.finished(ran)
     }
+}
 
+/// One run of a launch: ranges of threads as plain calls through `plain` (a task's range holds
+/// whole blocks where they fit in one, for the reductions' fast path), else every block on the
+/// scheduler.
+///
+/// # Safety
+/// As `Backend::launch`; `plain` is the entry's range build.
+unsafe fn run_once(
+    entry: &HostEntry,
+    plain: Option<HostThreads>,
+    shape: Shape,
+    warp_size: u32,
+    args: &PackedArgs,
+    way: Way,
+    outputs: Option<&dyn SavedOutputs>,
+) {
+    let Shape {
+        grid,
+        block,
+        dynamic_shared,
+    } = shape;
+    match plain {
+        Some(threads) => {
+            let total = grid.count() * block.count();
+            let per_block = block.count();
+            let span = if per_block <= THREADS_PER_TASK {
+                THREADS_PER_TASK / per_block * per_block
+            } else {
+                THREADS_PER_TASK
+            };
+            let task = |t: u64| {
+                let first = t * span;
+                let range = ThreadRange {
+                    grid,
+                    block,
+                    first,
+                    end: (first + span).min(total),
+                    warp_size,
+                    as_one: way != Way::OnePerCall,
+                };
+                // SAFETY: `args` are this entry's packed parameters (the trait contract),
+                // `range` lies in the grid, and the entry's threads never wait for one
+                // another (how the layer above chose this build).
+                let call = || unsafe { threads(args, range) };
+                match (way, outputs) {
+                    (Way::RangesSavingRuns, Some(outputs)) => saving_runs(outputs, call),
+                    _ => call(),
+                }
+            };
+            (0..total.div_ceil(span)).into_par_iter().for_each(task)
+        }
+        None => {
+            // SAFETY: `args` are this entry's packed parameters (the trait contract), and
+            // every thread runs through the scheduler.
+            let run_thread = || unsafe { (entry.thread)(args) };
+            let run_block = |b: u64| {
+                scheduler::run_block(
+                    entry.name,
+                    Dim3::from_linear(b, grid),
+                    grid,
+                    block,
+                    dynamic_shared as usize,
+                    warp_size,
+                    &run_thread,
+                )
+            };
+            (0..grid.count()).into_par_iter().for_each(run_block)
+        }
+    }
+}
+
+impl HostBackend {
     /// The launch's outcome: a panic of the kernel is a failed launch with its message.
     fn finished(&self, ran: std::thread::Result<()>) -> Result<()> {
         ran.map_err(|payload| {
@@ -465,6 +553,7 @@ impl Backend for HostBackend {
             name,
             thread,
             threads,
+            independent,
         } = *code
         else {
             return Err(self.driver_error(
@@ -481,6 +570,8 @@ impl Backend for HostBackend {
             name,
             thread,
             threads,
+            independent,
+            needs_block_model: Arc::new(AtomicBool::new(false)),
             reads_thread_ids: Arc::new(AtomicBool::new(false)),
             reaches_outputs_unnamed: Arc::new(AtomicBool::new(false)),
         });
@@ -605,6 +696,7 @@ mod tests {
             name: "ranges",
             thread: one_thread,
             threads: Some(threads),
+            independent: true,
         })?;
         let entry = host.find_entry(image, "ranges")?;
         let shape = Shape {

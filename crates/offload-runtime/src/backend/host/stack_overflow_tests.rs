@@ -55,6 +55,7 @@ fn launch(name: &'static str, thread: unsafe fn(&PackedArgs)) {
             name,
             thread,
             threads: None,
+            independent: true,
         })
         .unwrap();
     let entry = host.find_entry(image, name).unwrap();

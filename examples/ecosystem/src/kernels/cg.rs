@@ -1,0 +1,89 @@
+//! The kernels of the reductions-based conjugate-gradient solver (`cg::solve_on`): three launches
+//! an iteration, every dot product and norm a `#[reduce(sum)]` fused into the kernel that
+//! computes its operands, the scalar steps read from device memory by the kernels that use them.
+//! Nothing here needs a vendor library, so the solver runs on every device.
+//!
+//! One iteration, with `rr`, `pap` and `rr_new` one-element device scalars:
+//! 1. [`laplacian_dot`]: `ap = A p`, `pap += p·ap`;
+//! 2. [`update_residual`]: `alpha = rr / pap`, `x += alpha p`, `r -= alpha ap`, `rr_new += r·r`;
+//! 3. [`next_direction_reset`]: `p = r + (rr_new / rr) p`, and the next iteration's
+//!    accumulators (`pap` and the next `rr_new`) back to zero, since a reduction folds its total
+//!    into what its target holds.
+
+use offload::prelude::*;
+
+/// `ap = A p` (the 5-point Laplacian of `crate::kernels::laplacian`) and `*pap += Σ p[i]·ap[i]`.
+#[offload::kernel]
+pub fn laplacian_dot(n: u32, p: &[f64], ap: &mut [f64], #[reduce(sum)] pap: &mut f64) {
+    let n = n as usize;
+    for (i, out) in ap.iter_mine() {
+        let (row, col) = (
+            (i as u32 / n as u32) as usize,
+            (i as u32 % n as u32) as usize,
+        );
+        let mut sum = 4.0 * p[i];
+        if col > 0 {
+            sum -= p[i - 1];
+        }
+        if col + 1 < n {
+            sum -= p[i + 1];
+        }
+        if row > 0 {
+            sum -= p[i - n];
+        }
+        if row + 1 < n {
+            sum -= p[i + n];
+        }
+        *out = sum;
+        *pap += p[i] * sum;
+    }
+}
+
+/// CG's step: `alpha = rr[0] / pap[0]`, `x += alpha p`, `r += -alpha ap`, and
+/// `*rr_new += Σ r[i]²` of the new `r` (the residual update fused with its norm).
+#[offload::kernel]
+pub fn update_residual(
+    rr: &[f64],
+    pap: &[f64],
+    p: &[f64],
+    ap: &[f64],
+    x: &mut [f64],
+    r: &mut [f64],
+    #[reduce(sum)] rr_new: &mut f64,
+) {
+    let step = rr[0] / pap[0];
+    for (i, x, r) in x.iter_mine_with(&mut r) {
+        *x += step * p[i];
+        *r += -step * ap[i];
+        *rr_new += *r * *r;
+    }
+}
+
+/// `p = r + (rr_new[0] / rr[0]) p`: CG's next search direction; and `pap[0] = 0`,
+/// `rr_next[0] = 0`, the targets of the next iteration's two reductions.
+#[offload::kernel]
+pub fn next_direction_reset(
+    rr_new: &[f64],
+    rr: &[f64],
+    r: &[f64],
+    p: &mut [f64],
+    pap: &mut [f64],
+    rr_next: &mut [f64],
+) {
+    let beta = rr_new[0] / rr[0];
+    for (i, p) in p.iter_mine() {
+        *p = r[i] + beta * *p;
+    }
+    for (_, v) in pap.iter_mine() {
+        *v = 0.0;
+    }
+    for (_, v) in rr_next.iter_mine() {
+        *v = 0.0;
+    }
+}
+
+/// `*total += Σ x[i]²`: `|b|²`, once before the iterations.
+#[offload::kernel]
+pub fn norm2(x: &[f64], #[reduce(sum)] total: &mut f64) {
+    for_each_mine_wide(x, |_, x| *total += x * x);
+}
