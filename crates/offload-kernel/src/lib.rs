@@ -84,7 +84,7 @@ pub use index::{
     block_dim, block_idx, global_id, global_threads, grid_dim, grid_stride, thread_idx, Dim3,
     GridStride,
 };
-pub use mine_with::MineWith;
+pub use mine_with::{MineOutputs, MineWith, MineZip};
 pub use reduce::Reduce;
 pub use scatter::{Scatter, ScatterIndex, Scattered};
 pub use shared::{dynamic_shared, SharedSlice, SHARED_ALIGN};
