@@ -102,7 +102,7 @@ pub use warp::{
 };
 pub use wide::WideSlice;
 pub use wide_element::{WideElement, WIDE_BYTES};
-pub use wide_lanes::WideInputs;
+pub use wide_lanes::{WideInputs, WideOutputs};
 pub use wide_read::for_each_mine_wide;
 
 /// The host backend's allocation behind one `shared!` site (used by the macro).

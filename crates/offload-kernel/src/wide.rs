@@ -2,15 +2,17 @@
 //!
 //! A slice parameter carries no alignment, so a plain loop over it loads and stores one element
 //! at a time (4 bytes for `f32`, 2 for `f16`), well below what the memory system delivers.
-//! [`WideSlice::update_mine_wide`] and [`WideSlice::map_mine_wide`] (one output, read or not)
-//! and [`WideSlice::map_mine_wide_with`] (two outputs) split the outputs into their
-//! 16-byte-aligned chunks and the unaligned elements at either end, and read each chunk of every
-//! input with one 16-byte load when all are aligned like the first output (otherwise the whole
-//! launch goes element by element). Chunks and end elements are both handed out grid-stride, so,
-//! as with [`ThreadSlice::iter_mine`], every element is written exactly once whatever the launch
-//! shape, and since each element goes through the same function either way the results do not
-//! depend on the shape, on the alignment, or on the backend. What the walks read and write lane
-//! by lane (a slice, tuples of them, one or two outputs) is in `wide_lanes`.
+//! [`WideSlice::update_mine_wide`] and [`WideSlice::map_mine_wide`] (one output, read or not),
+//! [`WideSlice::map_mine_wide_with`] (two outputs) and [`WideOutputs`]' methods of the same names
+//! (a tuple of outputs) split the outputs into their 16-byte-aligned chunks and the unaligned
+//! elements at either end, and read each chunk of every input (a slice or a tuple of them,
+//! [`WideInputs`]) with one 16-byte load when all are aligned like the first output (otherwise
+//! the whole launch goes element by element). Chunks and end elements are both handed out
+//! grid-stride, so, as with [`ThreadSlice::iter_mine`], every element is written exactly once
+//! whatever the launch shape, and since each element goes through the same function either way
+//! the results do not depend on the shape, on the alignment, or on the backend. Index `i` of
+//! every output goes to the thread that owns index `i` of the first, below the shortest
+//! output's length. What the walks read and write lane by lane is in `wide_lanes`.
 //!
 //! Chunks give threads other elements than `iter_mine` does, so one parameter must not be
 //! written both ways in a launch. The `#[wide]` kernel-parameter attribute makes that a type rule:
