@@ -7,6 +7,7 @@ use offload::prelude::*;
 pub mod block;
 pub mod gemm_bf16;
 mod gemm_tiles;
+pub mod outputs;
 pub mod reductions;
 pub mod scans;
 pub mod sgemm_tf32;

@@ -42,6 +42,13 @@ host_test!(
 
 host_test!(in atomics: histogram_counts_equal_cpu, atomic_operations_match_cpu);
 host_test!(
+    in outputs: tuple_of_three_outputs_matches_cpu,
+    tuple_of_four_output_views_matches_cpu,
+    wide_update_with_three_inputs_matches_cpu,
+    wide_map_to_three_outputs_matches_cpu,
+    wide_update_of_two_outputs_matches_cpu,
+);
+host_test!(
     in warps: warp_operations_match_a_cpu_model,
     dot_product_with_warp_sums_and_an_atomic,
 );

@@ -85,7 +85,7 @@ pub use index::{
     block_dim, block_idx, global_id, global_threads, grid_dim, grid_stride, thread_idx, Dim3,
     GridStride,
 };
-pub use mine_with::MineWith;
+pub use mine_with::{MineOutputs, MineWith, MineZip};
 pub use reduce::Reduce;
 pub use scatter::{Scatter, ScatterIndex, Scattered};
 pub use shared::{dynamic_shared, SharedSlice, SHARED_ALIGN};
@@ -103,7 +103,7 @@ pub use warp::{
 };
 pub use wide::WideSlice;
 pub use wide_element::{WideElement, WIDE_BYTES};
-pub use wide_lanes::WideInputs;
+pub use wide_lanes::{WideInputs, WideOutputs};
 pub use wide_read::for_each_mine_wide;
 
 /// The host backend's allocation behind one `shared!` site (used by the macro).

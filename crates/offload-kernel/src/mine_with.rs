@@ -1,18 +1,116 @@
-//! Element-wise kernels with two outputs: [`ThreadSlice::iter_mine_with`] walks the elements
-//! this thread owns in two output slices at once.
+//! Element-wise kernels with several outputs: a tuple of `&mut` [`ThreadSlice`]s walks the
+//! elements this thread owns in all of them at once ([`MineOutputs::iter_mine`]), and
+//! [`ThreadSlice::iter_mine_with`] is its two-output case with a flat item.
 //!
-//! Zipping two [`ThreadSlice::iter_mine`] iterators gives the same pairs, but the compiler keeps
-//! the second iterator's pending item in memory (a local-memory store and load per element on
-//! the GPU).
+//! One ownership rule for every output: the thread owns index `i` of each by the rule of
+//! [`ThreadSlice::iter_mine`] (grid-stride, `i ≡ global_id mod global_threads` in the parameter
+//! the view was cut from), so index `i` of every output goes to one thread, below the shortest
+//! output's length.
+//!
+//! Zipping several [`ThreadSlice::iter_mine`] iterators gives the same items, but the compiler
+//! keeps the other iterators' pending items in memory (a local-memory store and load per element
+//! on the GPU).
 
 use crate::index::{slice_len, GridStride};
 use crate::output_saving::before_writing;
 use crate::thread_slice::ThreadSlice;
 use core::marker::PhantomData;
 
+mod sealed {
+    pub trait Sealed {}
+}
+
+/// A tuple of up to eight `&mut ThreadSlice`s (of any element types), walked together by
+/// [`iter_mine`](Self::iter_mine): `for (i, (a, b, c)) in (&mut a, &mut b, &mut c).iter_mine()`.
+/// (Sealed: the walk relies on every member being a whole output or a view of one.)
+pub trait MineOutputs<'s>: sealed::Sealed {
+    /// `(i, (&mut a[i], &mut b[i], …))`.
+    type Item;
+    /// The iterator.
+    type Iter: Iterator<Item = Self::Item>;
+
+    /// `(i, (&mut self.0[i], &mut self.1[i], …))` for every index `i` this thread owns (as in
+    /// [`ThreadSlice::iter_mine`]: `i ≡ global_id mod global_threads`, in the parameter each view
+    /// was cut from) below the shortest member's length. Together the threads of a launch cover
+    /// every such index exactly once, whatever the launch shape; elements of longer members past
+    /// the shortest's length are not reached.
+    ///
+    /// # Panics
+    /// If the members are views ([`ThreadSlice::slice`]) that start at different indices of
+    /// their parameters (their elements `i` have different owners), at the caller's location.
+    fn iter_mine(self) -> Self::Iter;
+}
+
+/// Iterator of [`MineOutputs::iter_mine`] over the outputs whose element 0 are `P` (a tuple of
+/// raw pointers).
+pub struct MineZip<'s, P> {
+    ptrs: P,
+    indices: GridStride,
+    _borrow: PhantomData<&'s mut ()>,
+}
+
+macro_rules! mine_outputs {
+    ($($member:ident $k:tt $life:lifetime),+) => {
+        impl<'s, $($life,)+ $($member),+> sealed::Sealed
+            for ($(&'s mut ThreadSlice<$life, $member>,)+) {}
+
+        impl<'s, $($life,)+ $($member),+> MineOutputs<'s>
+            for ($(&'s mut ThreadSlice<$life, $member>,)+)
+        {
+            type Item = (usize, ($(&'s mut $member,)+));
+            type Iter = MineZip<'s, ($(*mut $member,)+)>;
+
+            #[inline(always)]
+            #[track_caller]
+            fn iter_mine(self) -> Self::Iter {
+                // Views (`slice`) keep their parameter's owners: element i of every view has one
+                // owner only if all start at the same index of their parameters.
+                let offset = self.0.offset();
+                assert!(
+                    true $(&& self.$k.offset() == offset)+,
+                    "iter_mine: the views of a tuple start at different indices of their parameters"
+                );
+                // SAFETY: every view's memory holds its length's elements (`from_raw_parts`).
+                let len = usize::MAX $(.min(unsafe { slice_len::<$member>(self.$k.len()) }))+;
+                let indices = GridStride::mine(len, offset);
+                let ptrs = ($(self.$k.raw_ptr(),)+);
+                $(before_writing(ptrs.$k, &indices);)+
+                MineZip {
+                    ptrs,
+                    indices,
+                    _borrow: PhantomData,
+                }
+            }
+        }
+
+        impl<'s, $($member: 's),+> Iterator for MineZip<'s, ($(*mut $member,)+)> {
+            type Item = (usize, ($(&'s mut $member,)+));
+
+            #[inline(always)]
+            fn next(&mut self) -> Option<Self::Item> {
+                let next = self.indices.next();
+                let ptrs = ($(element(self.ptrs.$k, next),)+);
+                // SAFETY: i is below every length; each index is yielded once per iterator and
+                // belongs to the threads of this call alone (i ≡ global_id mod global_threads),
+                // and every output is borrowed mutably for 's.
+                next.map(|i| unsafe { (i, ($(&mut *ptrs.$k,)+)) })
+            }
+        }
+    };
+}
+mine_outputs!(A 0 'a);
+mine_outputs!(A 0 'a, B 1 'b);
+mine_outputs!(A 0 'a, B 1 'b, C 2 'c);
+mine_outputs!(A 0 'a, B 1 'b, C 2 'c, D 3 'd);
+mine_outputs!(A 0 'a, B 1 'b, C 2 'c, D 3 'd, E 4 'e);
+mine_outputs!(A 0 'a, B 1 'b, C 2 'c, D 3 'd, E 4 'e, F 5 'f);
+mine_outputs!(A 0 'a, B 1 'b, C 2 'c, D 3 'd, E 4 'e, F 5 'f, G 6 'g);
+mine_outputs!(A 0 'a, B 1 'b, C 2 'c, D 3 'd, E 4 'e, F 5 'f, G 6 'g, H 7 'h);
+
 impl<'a, T> ThreadSlice<'a, T> {
     /// `(i, &mut self[i], &mut other[i])` for every index `i` this thread owns (as in
-    /// [`iter_mine`](Self::iter_mine)) below the shorter of the two lengths.
+    /// [`iter_mine`](Self::iter_mine)) below the shorter of the two lengths: the two-output case
+    /// of [`MineOutputs::iter_mine`], `(&mut self, &mut other).iter_mine()`, with a flat item.
     ///
     /// # Panics
     /// If the two are views ([`slice`](Self::slice)) that start at different indices of their
@@ -23,46 +121,19 @@ impl<'a, T> ThreadSlice<'a, T> {
         &'s mut self,
         other: &'s mut ThreadSlice<'_, U>,
     ) -> MineWith<'s, T, U> {
-        // Views (`slice`) keep their parameter's owners: element i of both views has one owner
-        // only if both start at the same index of their parameters.
-        assert!(
-            self.offset() == other.offset(),
-            "iter_mine_with: the two views start at different indices of their parameters"
-        );
-        // SAFETY: both views' memory holds their lengths' elements (`from_raw_parts`).
-        let len = unsafe { slice_len::<T>(self.len()).min(slice_len::<U>(other.len())) };
-        let indices = GridStride::mine(len, self.offset());
-        let (first, second) = (self.raw_ptr(), other.raw_ptr());
-        before_writing(first, &indices);
-        before_writing(second, &indices);
-        MineWith {
-            first,
-            second,
-            indices,
-            _borrow: PhantomData,
-        }
+        MineWith((self, other).iter_mine())
     }
 }
 
 /// Iterator of [`ThreadSlice::iter_mine_with`].
-pub struct MineWith<'s, T, U> {
-    first: *mut T,
-    second: *mut U,
-    indices: GridStride,
-    _borrow: PhantomData<(&'s mut [T], &'s mut [U])>,
-}
+pub struct MineWith<'s, T, U>(MineZip<'s, (*mut T, *mut U)>);
 
-impl<'s, T, U> Iterator for MineWith<'s, T, U> {
+impl<'s, T: 's, U: 's> Iterator for MineWith<'s, T, U> {
     type Item = (usize, &'s mut T, &'s mut U);
 
     #[inline(always)]
     fn next(&mut self) -> Option<Self::Item> {
-        let next = self.indices.next();
-        let (first, second) = (element(self.first, next), element(self.second, next));
-        // SAFETY: i is below both lengths; each index is yielded once per iterator and belongs
-        // to the threads of this call alone (i ≡ global_id mod global_threads), and both slices
-        // are borrowed mutably for 's.
-        next.map(|i| unsafe { (i, &mut *first, &mut *second) })
+        self.0.next().map(|(i, (a, b))| (i, a, b))
     }
 }
 
@@ -90,6 +161,7 @@ fn element<T>(ptr: *mut T, i: Option<usize>) -> *mut T {
 
 #[cfg(test)]
 mod tests {
+    use std::format;
     use std::vec;
     use std::vec::Vec;
 
@@ -183,5 +255,105 @@ mod tests {
         }
         assert_eq!(a, [1, 2, 3, 4, 5, 6, 7, 0, 0, 0]);
         assert_eq!(b, [1; 7]);
+    }
+
+    /// Runs `body` as each thread `t` of a one-block launch of `threads` threads in turn.
+    fn as_threads(threads: u32, mut body: impl FnMut(u32)) {
+        for t in 0..threads {
+            let ctx = ThreadContext {
+                thread_idx: Dim3::new(t, 0, 0),
+                block_idx: Dim3::new(0, 0, 0),
+                block_dim: Dim3::new(threads, 1, 1),
+                grid_dim: Dim3::new(1, 1, 1),
+                warp_size: 32,
+            };
+            with_thread(ctx, || body(t));
+        }
+    }
+
+    /// A view of all of `v`, for one thread.
+    fn view<T>(v: &mut [T]) -> ThreadSlice<'_, T> {
+        // SAFETY: `v` is borrowed mutably for the view; the tests' threads run one by one.
+        unsafe { ThreadSlice::from_raw_parts(v.as_mut_ptr(), v.len()) }
+    }
+
+    #[test]
+    fn three_outputs_cover_the_shortest_length_once_by_iter_mines_owners() {
+        for threads in [1, 3, 8] {
+            for n in 0..=9 {
+                for [la, lb, lc] in [[n, n, n], [n, n + 2, n + 5], [n + 3, n, n + 1], [n + 1, n + 4, n]] {
+                    let (mut a, mut b, mut c) = (vec![u32::MAX; la], vec![0u64; lb], vec![0u8; lc]);
+                    as_threads(threads, |t| {
+                        let (mut va, mut vb, mut vc) = (view(&mut a), view(&mut b), view(&mut c));
+                        for (i, (a, b, c)) in (&mut va, &mut vb, &mut vc).iter_mine() {
+                            assert_eq!(i % threads as usize, t as usize);
+                            assert_eq!(*a, u32::MAX, "element {i} reached twice");
+                            *a = t;
+                            *b += 1 + i as u64;
+                            *c += 1;
+                        }
+                    });
+                    let m = la.min(lb).min(lc);
+                    let at = format!("{threads} threads, {la}/{lb}/{lc}");
+                    let owner = |i: usize| if i < m { i as u32 % threads } else { u32::MAX };
+                    assert_eq!(a, (0..la).map(owner).collect::<Vec<_>>(), "{at}");
+                    let sum = |i: usize| if i < m { 1 + i as u64 } else { 0 };
+                    assert_eq!(b, (0..lb).map(sum).collect::<Vec<_>>(), "{at}");
+                    assert_eq!(c, (0..lc).map(|i| (i < m) as u8).collect::<Vec<_>>(), "{at}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn four_views_keep_their_parameters_owners() {
+        for threads in [1, 3, 8] {
+            for start in [0, 1, 5] {
+                for n in 0..=9 {
+                    let lens = [start + n, start + n + 3, start + n + 1, start + n + 7];
+                    let [mut a, mut b, mut c, mut d] = lens.map(|l| vec![u32::MAX; l]);
+                    as_threads(threads, |t| {
+                        let (mut va, mut vb, mut vc, mut vd) =
+                            (view(&mut a), view(&mut b), view(&mut c), view(&mut d));
+                        let views = (
+                            &mut va.slice(start..),
+                            &mut vb.slice(start..),
+                            &mut vc.slice(start..),
+                            &mut vd.slice(start..),
+                        );
+                        for (i, (a, b, c, d)) in views.iter_mine() {
+                            assert_eq!((start + i) % threads as usize, t as usize);
+                            (*a, *b, *c, *d) = (t, t + 100, t + 200, i as u32);
+                        }
+                    });
+                    let want = |k: u32, len: usize| -> Vec<u32> {
+                        (0..len)
+                            .map(|j| match j {
+                                j if j < start || j >= start + n => u32::MAX,
+                                j if k == 3 => (j - start) as u32,
+                                j => j as u32 % threads + 100 * k,
+                            })
+                            .collect()
+                    };
+                    let at = format!("{threads} threads, from {start}, len {n}");
+                    assert_eq!(a, want(0, lens[0]), "{at}");
+                    assert_eq!(b, want(1, lens[1]), "{at}");
+                    assert_eq!(c, want(2, lens[2]), "{at}");
+                    assert_eq!(d, want(3, lens[3]), "{at}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    #[should_panic(expected = "start at different indices")]
+    fn a_tuple_of_views_from_different_starts_panics() {
+        let (mut a, mut b, mut c) = (vec![0u32; 8], vec![0u32; 8], vec![0u32; 8]);
+        as_threads(1, |_| {
+            let (mut va, mut vb, mut vc) = (view(&mut a), view(&mut b), view(&mut c));
+            (&mut va.slice(1..), &mut vb.slice(1..), &mut vc.slice(2..))
+                .iter_mine()
+                .for_each(drop);
+        });
     }
 }

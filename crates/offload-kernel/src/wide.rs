@@ -2,15 +2,17 @@
 //!
 //! A slice parameter carries no alignment, so a plain loop over it loads and stores one element
 //! at a time (4 bytes for `f32`, 2 for `f16`), well below what the memory system delivers.
-//! [`WideSlice::update_mine_wide`] and [`WideSlice::map_mine_wide`] (one output, read or not)
-//! and [`WideSlice::map_mine_wide_with`] (two outputs) split the outputs into their
-//! 16-byte-aligned chunks and the unaligned elements at either end, and read each chunk of every
-//! input with one 16-byte load when all are aligned like the first output (otherwise the whole
-//! launch goes element by element). Chunks and end elements are both handed out grid-stride, so,
-//! as with [`ThreadSlice::iter_mine`], every element is written exactly once whatever the launch
-//! shape, and since each element goes through the same function either way the results do not
-//! depend on the shape, on the alignment, or on the backend. What the walks read and write lane
-//! by lane (a slice, tuples of them, one or two outputs) is in `wide_lanes`.
+//! [`WideSlice::update_mine_wide`] and [`WideSlice::map_mine_wide`] (one output, read or not),
+//! [`WideSlice::map_mine_wide_with`] (two outputs) and [`WideOutputs`]' methods of the same names
+//! (a tuple of outputs) split the outputs into their 16-byte-aligned chunks and the unaligned
+//! elements at either end, and read each chunk of every input (a slice or a tuple of them,
+//! [`WideInputs`]) with one 16-byte load when all are aligned like the first output (otherwise
+//! the whole launch goes element by element). Chunks and end elements are both handed out
+//! grid-stride, so, as with [`ThreadSlice::iter_mine`], every element is written exactly once
+//! whatever the launch shape, and since each element goes through the same function either way
+//! the results do not depend on the shape, on the alignment, or on the backend. Index `i` of
+//! every output goes to the thread that owns index `i` of the first, below the shortest
+//! output's length. What the walks read and write lane by lane is in `wide_lanes`.
 //!
 //! Chunks give threads other elements than `iter_mine` does, so one parameter must not be
 //! written both ways in a launch. The `#[wide]` kernel-parameter attribute makes that a type rule:
@@ -83,27 +85,30 @@ impl<'a, T> WideSlice<'a, T> {
 }
 
 impl<'a, T: WideElement> WideSlice<'a, T> {
-    /// `self[i] = f(self[i], input[i])` for every element `i` this thread owns, reading and
+    /// `self[i] = f(self[i], inputs[i])` for every element `i` this thread owns, reading and
     /// writing 16 bytes at a time: the 16-byte-aligned chunks of the output, and the unaligned
     /// elements before and after them, are each shared out grid-stride among the threads, so
-    /// the launch updates every element exactly once, whatever its shape. When `input` is not
-    /// aligned like the output (their addresses differ modulo 16) the launch updates element by
-    /// element instead; the results are the same either way.
+    /// the launch updates every element exactly once, whatever its shape. `inputs` is a slice,
+    /// whose element `f` receives, or a tuple of slices, whose tuple of elements it receives
+    /// ([`WideInputs`]): `y.update_mine_wide((b, c), |y, (b, c)| y + b + s * c)`. When an input
+    /// is not aligned like the output (their addresses differ modulo 16) the launch updates
+    /// element by element instead; the results are the same either way.
     ///
-    /// `input` may be longer than the output (its extra elements are not read).
+    /// Inputs may be longer than the output (their extra elements are not read).
     ///
     /// # Panics
-    /// If `input` is shorter than the output: the threads that own output elements past its end
+    /// If an input is shorter than the output: the threads that own output elements past its end
     /// panic with an index out of bounds, as the plain loop over [`ThreadSlice::iter_mine`]
-    /// would, at the caller's location.
+    /// would, at the caller's location. At compile time, if the inputs' elements and the
+    /// output's differ in size.
     #[inline(always)]
     #[track_caller]
-    pub fn update_mine_wide<U: WideElement>(&mut self, input: &[U], f: impl Fn(T, U) -> T) {
+    pub fn update_mine_wide<I: WideInputs>(&mut self, inputs: I, f: impl Fn(T, I::Elements) -> T) {
         let old = OldValues {
             ptr: self.ptr,
             len: self.len,
         };
-        walk_mine(self, (old, input), |(y, x)| f(y, x));
+        walk_mine(self, (old, inputs), |(y, x)| f(y, x));
     }
 
     /// `self[i] = f(inputs[i])` for every element `i` this thread owns, 16 bytes at a time as in
@@ -116,6 +121,8 @@ impl<'a, T: WideElement> WideSlice<'a, T> {
     /// # Panics
     /// If an input is shorter than the output, as [`update_mine_wide`](Self::update_mine_wide).
     /// At compile time, if the inputs' elements and the output's differ in size.
+    ///
+    /// Several outputs: a tuple of them, [`WideOutputs::map_mine_wide`].
     #[inline(always)]
     #[track_caller]
     pub fn map_mine_wide<I: WideInputs>(&mut self, inputs: I, f: impl Fn(I::Elements) -> T) {
@@ -125,7 +132,8 @@ impl<'a, T: WideElement> WideSlice<'a, T> {
     /// `(self[i], other[i]) = f(inputs[i])` for every index `i` this thread owns below the
     /// shorter output's length: [`map_mine_wide`](Self::map_mine_wide) with two outputs, each
     /// chunk of each written with one 16-byte store. Chunks are used only when both outputs and
-    /// every input are aligned alike.
+    /// every input are aligned alike. The same as `(self, other).map_mine_wide(inputs, f)`
+    /// ([`WideOutputs::map_mine_wide`], for any number of outputs).
     ///
     /// # Panics
     /// As [`map_mine_wide`](Self::map_mine_wide), against the shorter output's length.
@@ -141,11 +149,14 @@ impl<'a, T: WideElement> WideSlice<'a, T> {
     }
 }
 
+impl<T: WideElement> crate::wide_lanes::OutputsSealed for &mut WideSlice<'_, T> {}
+
 /// One output of a wide walk: this slice's chunks and elements.
 impl<T: WideElement> WideOutputs for &mut WideSlice<'_, T> {
     type Values = T;
     const ELEMENT_SIZE: usize = size_of::<T>();
     type Chunks = T::Chunk;
+    type Old = OldValues<T>;
 
     #[inline(always)]
     fn shortest_len(&self) -> usize {
@@ -189,13 +200,21 @@ impl<T: WideElement> WideOutputs for &mut WideSlice<'_, T> {
         // SAFETY: per the contract.
         unsafe { self.raw_ptr().add(i).write(value) }
     }
+
+    #[inline(always)]
+    fn old_values(&self) -> OldValues<T> {
+        OldValues {
+            ptr: self.raw_ptr(),
+            len: self.len,
+        }
+    }
 }
 
 /// `outputs[i] = f(inputs[i])` for every index `i` this thread owns: the walk behind the
-/// methods above.
+/// methods above and [`WideOutputs`]'.
 #[inline(always)]
 #[track_caller]
-fn walk_mine<O: WideOutputs, I: WideInputs>(
+pub(crate) fn walk_mine<O: WideOutputs, I: WideInputs>(
     mut outputs: O,
     inputs: I,
     f: impl Fn(I::Elements) -> O::Values,
@@ -491,5 +510,121 @@ mod tests {
                 tail: 1
             }
         );
+    }
+
+    #[test]
+    fn updates_with_three_inputs_equal_the_plain_loop_for_any_lengths_offsets_and_threads() {
+        let a = Aligned(core::array::from_fn(|i| 1 + i as u32));
+        let b = Aligned(core::array::from_fn(|i| 100 + 3 * i as u32));
+        let c = Aligned(core::array::from_fn(|i| 1000 + 7 * i as u32));
+        let y0 = Aligned(core::array::from_fn(|i| 50_000 + 11 * i as u32));
+        for threads in [1, 3, 8] {
+            for len in 0..=9 {
+                for y_at in 0..4 {
+                    // All aligned alike (inputs as long or longer), then each input off y's phase.
+                    for (a_at, b_at, c_at, extra) in [
+                        (y_at, y_at, y_at, 0),
+                        (y_at + 4, y_at + 8, y_at, 3),
+                        (y_at + 1, y_at, y_at, 0),
+                        (y_at, y_at + 2, y_at, 1),
+                        (y_at, y_at, y_at + 3, 0),
+                    ] {
+                        let mut y = Aligned(y0.0);
+                        let (xa, xb, xc) = (
+                            &a.0[a_at..a_at + len + extra],
+                            &b.0[b_at..b_at + len],
+                            &c.0[c_at..],
+                        );
+                        as_threads(threads, || {
+                            // SAFETY: y is borrowed mutably for the call; the threads run one by one.
+                            let mut out =
+                                unsafe { WideSlice::from_raw_parts(y.0.as_mut_ptr().add(y_at), len) };
+                            out.update_mine_wide((xa, xb, xc), |y, (a, b, c)| y + a * b - c);
+                        });
+                        for j in 0..24usize {
+                            let want = match j.checked_sub(y_at) {
+                                Some(i) if i < len => y0.0[j] + xa[i] * xb[i] - xc[i],
+                                _ => y0.0[j],
+                            };
+                            assert_eq!(
+                                y.0[j], want,
+                                "{threads} threads, len {len}, +{y_at} +{a_at} +{b_at} +{c_at}: {j}"
+                            );
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn three_outputs_get_every_element_once_for_any_lengths_offsets_and_threads() {
+        let x = Aligned(core::array::from_fn(|i| 1 + i as u32));
+        let z = Aligned(core::array::from_fn(|i| 100 + i as u32));
+        for threads in [1, 3, 8] {
+            for len in 0..=9 {
+                for p_at in 0..4 {
+                    // Aligned alike with equal and unequal lengths, then an output or the input
+                    // off the first output's phase.
+                    for (q_at, r_at, x_at, lens) in [
+                        (p_at, p_at, p_at, [len, len, len]),
+                        (p_at + 4, p_at, p_at + 8, [len + 2, len, len + 5]),
+                        (p_at, p_at, p_at, [len, len + 1, len + 3]),
+                        (p_at, p_at, p_at, [len + 4, len + 1, len]),
+                        (p_at + 1, p_at, p_at, [len, len, len]),
+                        (p_at, p_at + 3, p_at, [len, len, len + 1]),
+                        (p_at, p_at, p_at + 2, [len, len, len]),
+                    ] {
+                        let (mut p, mut q, mut r) =
+                            (Aligned([u32::MAX; 24]), Aligned([-1.0f32; 24]), Aligned([7i32; 24]));
+                        let xs = &x.0[x_at..x_at + len + 3];
+                        as_threads(threads, || {
+                            // SAFETY: p, q and r are borrowed mutably for the call; the threads
+                            // run one by one.
+                            let (mut p, mut q, mut r) = unsafe {
+                                (
+                                    WideSlice::from_raw_parts(p.0.as_mut_ptr().add(p_at), lens[0]),
+                                    WideSlice::from_raw_parts(q.0.as_mut_ptr().add(q_at), lens[1]),
+                                    WideSlice::from_raw_parts(r.0.as_mut_ptr().add(r_at), lens[2]),
+                                )
+                            };
+                            (&mut p, &mut q, &mut r).map_mine_wide((xs, &z.0[..]), |(x, z)| {
+                                (x + z, (x * 2) as f32, -(x as i32))
+                            });
+                        });
+                        let m = lens[0].min(lens[1]).min(lens[2]);
+                        let at = format!("{threads} threads, {lens:?}, +{p_at} +{q_at} +{r_at} +{x_at}");
+                        let mine = |j: usize, at: usize| j.checked_sub(at).filter(|&i| i < m);
+                        for j in 0..24usize {
+                            let want_p = mine(j, p_at).map_or(u32::MAX, |i| xs[i] + z.0[i]);
+                            let want_q = mine(j, q_at).map_or(-1.0, |i| (xs[i] * 2) as f32);
+                            let want_r = mine(j, r_at).map_or(7, |i| -(xs[i] as i32));
+                            assert_eq!((p.0[j], q.0[j], r.0[j]), (want_p, want_q, want_r), "{at}: {j}");
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_pair_of_outputs_updates_from_its_own_values() {
+        let x = Aligned(core::array::from_fn(|i| i as u32));
+        let (mut e, mut p) = (Aligned([5u32; 24]), Aligned([9u32; 24]));
+        as_threads(3, || {
+            // SAFETY: e and p are borrowed mutably for the call, and the threads run one by one.
+            let (mut e, mut p) = unsafe {
+                (
+                    WideSlice::from_raw_parts(e.0.as_mut_ptr().add(1), 17),
+                    WideSlice::from_raw_parts(p.0.as_mut_ptr().add(1), 20),
+                )
+            };
+            (&mut e, &mut p).update_mine_wide(&x.0[1..], |(e, p), x| (e + x, p * x));
+        });
+        for j in 0..24 {
+            let mine = (1..18).contains(&j);
+            assert_eq!(e.0[j], if mine { 5 + j as u32 } else { 5 }, "{j}");
+            assert_eq!(p.0[j], if mine { 9 * j as u32 } else { 9 }, "{j}");
+        }
     }
 }

@@ -10,7 +10,8 @@ use core::mem::size_of;
 /// chunks, then `tail` elements. Depends on the addresses and the length only, so every thread of
 /// the launch computes the same cut.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct Cut {
+#[doc(hidden)]
+pub struct Cut {
     pub(crate) head: usize,
     pub(crate) chunks: usize,
     pub(crate) tail: usize,

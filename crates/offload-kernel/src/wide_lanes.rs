@@ -1,6 +1,7 @@
 //! What the 16-byte walks of [`WideSlice`](crate::WideSlice) read and write, lane by lane: the
 //! inputs of [`WideSlice::map_mine_wide`](crate::WideSlice::map_mine_wide) (a slice, or a tuple of
-//! them, nested at will) and the one or two outputs they write.
+//! them, nested at will) and the outputs they write (a `WideSlice`, or a tuple of them, nested at
+//! will: [`WideOutputs`]).
 //!
 //! Each read or written slice gives its elements at an index either one at a time or as the
 //! 16-byte chunk starting there, one vector access per slice; a tuple does the same for each of
@@ -168,7 +169,8 @@ tuple_inputs!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7);
 /// a shared slice: the walk writes them), for
 /// [`WideSlice::update_mine_wide`](crate::WideSlice::update_mine_wide).
 #[derive(Clone, Copy)]
-pub(crate) struct OldValues<T> {
+#[doc(hidden)]
+pub struct OldValues<T> {
     pub(crate) ptr: *const T,
     pub(crate) len: usize,
 }
@@ -213,95 +215,174 @@ impl<T: WideElement> WideInputs for OldValues<T> {
     }
 }
 
-/// The outputs of a wide walk: one [`WideSlice`](crate::WideSlice) or a pair of them, written a
-/// chunk or an element at a time with what the function returned for each index.
-pub(crate) trait WideOutputs {
-    /// What the function returns for one index.
+mod sealed_outputs {
+    pub trait Sealed {}
+}
+pub(crate) use sealed_outputs::Sealed as OutputsSealed;
+
+/// The outputs of a 16-byte walk: a `&mut` [`WideSlice`](crate::WideSlice), or a tuple of up to
+/// eight outputs (nested at will), whose value at an index is the tuple of theirs. A tuple of
+/// outputs is written by [`map_mine_wide`](Self::map_mine_wide) and
+/// [`update_mine_wide`](Self::update_mine_wide), the general forms of the `WideSlice` methods
+/// of those names: `(&mut a, &mut b, &mut c).map_mine_wide((x, y), |(x, y)| (x + y, x - y, x * y))`.
+///
+/// One ownership rule for all of them: the walk cuts the first output into 16-byte chunks and
+/// unaligned ends, below the shortest output's (and input's) length, and every output's chunk
+/// and end element at an index goes to the one thread that owns that index in the first. All
+/// outputs and inputs must have elements of one size; chunks are used only when all of them sit
+/// at the same offset from a 16-byte boundary, else the launch goes element by element, with the
+/// same results. (Sealed: the walk relies on each chunk store writing exactly the 16 bytes at its
+/// index.)
+pub trait WideOutputs: sealed_outputs::Sealed + Sized {
+    /// What the function returns for one index: an element, or a tuple of them.
     type Values;
     /// Bytes of each element (the same in every member).
+    #[doc(hidden)]
     const ELEMENT_SIZE: usize;
     /// The 16-byte chunks of every member at one index, being filled.
+    #[doc(hidden)]
     type Chunks;
+    /// The members' own elements read as inputs (for updates).
+    #[doc(hidden)]
+    type Old: WideInputs<Elements = Self::Values>;
     /// The shortest member's length.
+    #[doc(hidden)]
     fn shortest_len(&self) -> usize;
     /// The first member's address, which the walk's cut follows.
+    #[doc(hidden)]
     fn address(&self) -> usize;
     /// As [`WideInputs::differing_bits`].
+    #[doc(hidden)]
     fn differing_bits(&self, address: usize) -> usize;
     /// Names to the host backend's output saving the elements that this thread's `chunks` and
     /// `ends` of `cut` will write in every member (`save_cut`).
+    #[doc(hidden)]
     fn before_writing(&self, chunks: &GridStride, ends: &GridStride, cut: Cut);
     /// Chunks to fill lane by lane (every lane is set before they are stored).
+    #[doc(hidden)]
     fn new_chunks() -> Self::Chunks;
     /// Lane `k` of the chunks becomes `values`.
+    #[doc(hidden)]
     fn set_lane(chunks: &mut Self::Chunks, k: usize, values: Self::Values);
     /// Every member's chunk at element `at` becomes `chunks`.
     ///
     /// # Safety
     /// As [`WideInputs::load_chunks`], and no other thread reaches these elements.
+    #[doc(hidden)]
     unsafe fn store_chunks(&mut self, at: usize, chunks: Self::Chunks);
     /// Every member's element `i` becomes `values`.
     ///
     /// # Safety
     /// `i` is below [`shortest_len`](Self::shortest_len), and no other thread reaches this element.
+    #[doc(hidden)]
     unsafe fn store(&mut self, i: usize, values: Self::Values);
-}
+    /// The members' elements as inputs of the walk that writes them (each element is read, then
+    /// written, by the one thread that owns it).
+    #[doc(hidden)]
+    fn old_values(&self) -> Self::Old;
 
-impl<A: WideOutputs, B: WideOutputs> WideOutputs for (A, B) {
-    type Values = (A::Values, B::Values);
-    const ELEMENT_SIZE: usize = one_size(&[A::ELEMENT_SIZE, B::ELEMENT_SIZE]);
-    type Chunks = (A::Chunks, B::Chunks);
-
+    /// `(a[i], b[i], …) = f(inputs[i])` for every index `i` this thread owns below the shortest
+    /// output's length: [`WideSlice::map_mine_wide`](crate::WideSlice::map_mine_wide) over every
+    /// member of the tuple, each chunk of each written with one 16-byte store. `inputs` is a
+    /// slice or a tuple of them ([`WideInputs`]).
+    ///
+    /// # Panics
+    /// If an input is shorter than the shortest output: the threads that own output indices past
+    /// its end panic with an index out of bounds, as the plain loop over
+    /// [`ThreadSlice::iter_mine`](crate::ThreadSlice::iter_mine) would, at the caller's
+    /// location. At compile time, if the inputs' elements and the outputs' differ in size.
     #[inline(always)]
-    fn shortest_len(&self) -> usize {
-        self.0.shortest_len().min(self.1.shortest_len())
+    #[track_caller]
+    fn map_mine_wide<I: WideInputs>(self, inputs: I, f: impl Fn(I::Elements) -> Self::Values) {
+        crate::wide::walk_mine(self, inputs, f);
     }
 
+    /// `(a[i], b[i], …) = f((a[i], b[i], …), inputs[i])` for every index `i` this thread owns
+    /// below the shortest output's length, 16 bytes at a time as in
+    /// [`map_mine_wide`](Self::map_mine_wide), the outputs read as well as written:
+    /// `(&mut a, &mut b).update_mine_wide((x, y), |(a, b), (x, y)| (a + x, b * y))`.
+    ///
+    /// # Panics
+    /// As [`map_mine_wide`](Self::map_mine_wide).
     #[inline(always)]
-    fn address(&self) -> usize {
-        self.0.address()
-    }
-
-    #[inline(always)]
-    fn differing_bits(&self, address: usize) -> usize {
-        self.0.differing_bits(address) | self.1.differing_bits(address)
-    }
-
-    #[inline(always)]
-    fn before_writing(&self, chunks: &GridStride, ends: &GridStride, cut: Cut) {
-        self.0.before_writing(chunks, ends, cut);
-        self.1.before_writing(chunks, ends, cut);
-    }
-
-    #[inline(always)]
-    fn new_chunks() -> Self::Chunks {
-        (A::new_chunks(), B::new_chunks())
-    }
-
-    #[inline(always)]
-    fn set_lane(chunks: &mut Self::Chunks, k: usize, values: Self::Values) {
-        A::set_lane(&mut chunks.0, k, values.0);
-        B::set_lane(&mut chunks.1, k, values.1);
-    }
-
-    #[inline(always)]
-    unsafe fn store_chunks(&mut self, at: usize, chunks: Self::Chunks) {
-        // SAFETY: the contract holds for both members.
-        unsafe {
-            self.0.store_chunks(at, chunks.0);
-            self.1.store_chunks(at, chunks.1);
-        }
-    }
-
-    #[inline(always)]
-    unsafe fn store(&mut self, i: usize, values: Self::Values) {
-        // SAFETY: the contract holds for both members.
-        unsafe {
-            self.0.store(i, values.0);
-            self.1.store(i, values.1);
-        }
+    #[track_caller]
+    fn update_mine_wide<I: WideInputs>(
+        self,
+        inputs: I,
+        f: impl Fn(Self::Values, I::Elements) -> Self::Values,
+    ) {
+        let old = self.old_values();
+        crate::wide::walk_mine(self, (old, inputs), |(y, x)| f(y, x));
     }
 }
+
+macro_rules! tuple_outputs {
+    ($($member:ident $k:tt),+) => {
+        impl<$($member: WideOutputs),+> sealed_outputs::Sealed for ($($member,)+) {}
+
+        impl<$($member: WideOutputs),+> WideOutputs for ($($member,)+) {
+            type Values = ($($member::Values,)+);
+            const ELEMENT_SIZE: usize = one_size(&[$($member::ELEMENT_SIZE),+]);
+            type Chunks = ($($member::Chunks,)+);
+            type Old = ($($member::Old,)+);
+
+            #[inline(always)]
+            fn shortest_len(&self) -> usize {
+                usize::MAX $(.min(self.$k.shortest_len()))+
+            }
+
+            #[inline(always)]
+            fn address(&self) -> usize {
+                self.0.address()
+            }
+
+            #[inline(always)]
+            fn differing_bits(&self, address: usize) -> usize {
+                0 $(| self.$k.differing_bits(address))+
+            }
+
+            #[inline(always)]
+            fn before_writing(&self, chunks: &GridStride, ends: &GridStride, cut: Cut) {
+                $(self.$k.before_writing(chunks, ends, cut);)+
+            }
+
+            #[inline(always)]
+            fn new_chunks() -> Self::Chunks {
+                ($($member::new_chunks(),)+)
+            }
+
+            #[inline(always)]
+            fn set_lane(chunks: &mut Self::Chunks, k: usize, values: Self::Values) {
+                $($member::set_lane(&mut chunks.$k, k, values.$k);)+
+            }
+
+            #[inline(always)]
+            unsafe fn store_chunks(&mut self, at: usize, chunks: Self::Chunks) {
+                // SAFETY: the contract holds for every member.
+                unsafe { $(self.$k.store_chunks(at, chunks.$k);)+ }
+            }
+
+            #[inline(always)]
+            unsafe fn store(&mut self, i: usize, values: Self::Values) {
+                // SAFETY: the contract holds for every member.
+                unsafe { $(self.$k.store(i, values.$k);)+ }
+            }
+
+            #[inline(always)]
+            fn old_values(&self) -> Self::Old {
+                ($(self.$k.old_values(),)+)
+            }
+        }
+    };
+}
+tuple_outputs!(A 0);
+tuple_outputs!(A 0, B 1);
+tuple_outputs!(A 0, B 1, C 2);
+tuple_outputs!(A 0, B 1, C 2, D 3);
+tuple_outputs!(A 0, B 1, C 2, D 3, E 4);
+tuple_outputs!(A 0, B 1, C 2, D 3, E 4, F 5);
+tuple_outputs!(A 0, B 1, C 2, D 3, E 4, F 5, G 6);
+tuple_outputs!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7);
 
 #[cfg(test)]
 mod tests {

@@ -120,8 +120,9 @@ pub mod prelude {
         block_dim, block_idx, dynamic_shared, fence_block, fence_device, fence_system,
         for_each_mine_wide, global_id, global_threads, grid_dim, grid_stride, sync_threads,
         thread_idx, tile_starts, Atomic, BlockTiles, DeviceCopy, Dim3, Grid2, Grid3, GridOut2,
-        GridOut3, Neighbours2, Neighbours3, Reduce, Scattered, SharedSlice, ThreadSlice,
-        ThreadWindow, Tile, TileStarts, WideElement, WideSlice, Window2, Window3,
+        GridOut3, MineOutputs, Neighbours2, Neighbours3, Reduce, Scattered, SharedSlice,
+        ThreadSlice, ThreadWindow, Tile, TileStarts, WideElement, WideOutputs, WideSlice, Window2,
+        Window3,
     };
     pub use offload_kernel::{commit_async_copies, copy_async_chunk, wait_async_copies};
     pub use offload_kernel::{math, mma};

@@ -6,6 +6,7 @@ pub mod atomics;
 pub mod gpu;
 pub mod graphs;
 pub mod mapping;
+pub mod outputs;
 pub mod streams;
 pub mod warps;
 
