@@ -9,7 +9,11 @@ use offload::{DeviceVec, Launch};
 /// `x`'s device: flags, their exclusive sum scan (`scan`: which scan shape; it must be
 /// exclusive), then each output element's index by a binary search of the scan. Reads back
 /// two elements (the last flag and position) to size the output.
-pub fn indices_above(scan: Scan, threshold: f32, x: &DeviceVec<f32>) -> offload::Result<DeviceVec<u32>> {
+pub fn indices_above(
+    scan: Scan,
+    threshold: f32,
+    x: &DeviceVec<f32>,
+) -> offload::Result<DeviceVec<u32>> {
     assert!(!scan.is_inclusive(), "compaction takes the exclusive scan");
     let device = x.device().clone();
     let n = x.len();

@@ -18,7 +18,9 @@ use offload_examples::kernels::scans::{self, Affine};
 
 /// Empty, one element, around the default chunk of u32 (15 × 256 = 3840) and of 8-byte
 /// elements (7 × 256 = 1792), and large sizes that are multiples of nothing.
-const SIZES: [usize; 12] = [0, 1, 2, 31, 1791, 1792, 3840, 3841, 4099, 65_537, 100_003, 1_000_003];
+const SIZES: [usize; 12] = [
+    0, 1, 2, 31, 1791, 1792, 3840, 3841, 4099, 65_537, 100_003, 1_000_003,
+];
 
 /// Launch shapes (threads per block, tile length): the default; one thread; tiles shorter than
 /// a chunk; blocks of a size that is no power of two; 1024 threads (and, for 8-byte elements,
@@ -35,7 +37,11 @@ fn shapes() -> Vec<(Option<u32>, Option<usize>)> {
 }
 
 fn scan_of(inclusive: bool, (block, tile): (Option<u32>, Option<usize>)) -> Scan {
-    let mut scan = if inclusive { Scan::inclusive() } else { Scan::exclusive() };
+    let mut scan = if inclusive {
+        Scan::inclusive()
+    } else {
+        Scan::exclusive()
+    };
     if let Some(b) = block {
         scan = scan.block(b);
     }
@@ -102,22 +108,46 @@ fn integer_scans(device: &Device) -> Vec<u64> {
         let what = format!("n = {n}, {scan:?} on {}", device.name());
 
         let got = scan_on!(scan_sum_u32, device, scan, &x32);
-        assert_eq!(got, cpu_scan(&x32, 0, u32::wrapping_add, inc), "u32 sum, {what}");
+        assert_eq!(
+            got,
+            cpu_scan(&x32, 0, u32::wrapping_add, inc),
+            "u32 sum, {what}"
+        );
         seen.extend(got.iter().map(|&v| v as u64));
         let got = scan_on!(scan_max_u32, device, scan, &x32);
         assert_eq!(got, cpu_scan(&x32, 0, u32::max, inc), "u32 max, {what}");
         let got = scan_on!(scan_sum_i64, device, scan, &wide);
-        assert_eq!(got, cpu_scan(&wide, 0, i64::wrapping_add, inc), "i64 sum, {what}");
+        assert_eq!(
+            got,
+            cpu_scan(&wide, 0, i64::wrapping_add, inc),
+            "i64 sum, {what}"
+        );
         seen.extend(got.iter().map(|&v| v as u64));
         let got = scan_on!(scan_min_i64, device, scan, &wide);
-        assert_eq!(got, cpu_scan(&wide, i64::MAX, i64::min, inc), "i64 min, {what}");
+        assert_eq!(
+            got,
+            cpu_scan(&wide, i64::MAX, i64::min, inc),
+            "i64 min, {what}"
+        );
         let got = scan_on!(scan_max_i64, device, scan, &wide);
-        assert_eq!(got, cpu_scan(&wide, i64::MIN, i64::max, inc), "i64 max, {what}");
+        assert_eq!(
+            got,
+            cpu_scan(&wide, i64::MIN, i64::max, inc),
+            "i64 max, {what}"
+        );
         let got = scan_on!(scan_min_i32, device, scan, &i32s);
-        assert_eq!(got, cpu_scan(&i32s, i32::MAX, i32::min, inc), "i32 min, {what}");
+        assert_eq!(
+            got,
+            cpu_scan(&i32s, i32::MAX, i32::min, inc),
+            "i32 min, {what}"
+        );
         let x64: Vec<u64> = wide.iter().map(|&v| v as u64).collect();
         let got = scan_on!(scan_sum_u64, device, scan, &x64);
-        assert_eq!(got, cpu_scan(&x64, 0, u64::wrapping_add, inc), "u64 sum, {what}");
+        assert_eq!(
+            got,
+            cpu_scan(&x64, 0, u64::wrapping_add, inc),
+            "u64 sum, {what}"
+        );
     }
     seen
 }
@@ -137,9 +167,24 @@ fn float_scans(device: &Device) -> Vec<u64> {
 
         let got = scan_on!(scan_sum_f32, device, scan, &clean);
         let again = scan_on!(scan_sum_f32, device, scan, &clean);
-        assert!(got.iter().zip(&again).all(|(a, b)| a.to_bits() == b.to_bits()), "f32 sum again, {what}");
-        let exact = cpu_scan(&clean.iter().map(|&v| v as f64).collect::<Vec<_>>(), 0.0, |a, b| a + b, inc);
-        let magnitude = cpu_scan(&clean.iter().map(|&v| v.abs() as f64).collect::<Vec<_>>(), 0.0, |a, b| a + b, inc);
+        assert!(
+            got.iter()
+                .zip(&again)
+                .all(|(a, b)| a.to_bits() == b.to_bits()),
+            "f32 sum again, {what}"
+        );
+        let exact = cpu_scan(
+            &clean.iter().map(|&v| v as f64).collect::<Vec<_>>(),
+            0.0,
+            |a, b| a + b,
+            inc,
+        );
+        let magnitude = cpu_scan(
+            &clean.iter().map(|&v| v.abs() as f64).collect::<Vec<_>>(),
+            0.0,
+            |a, b| a + b,
+            inc,
+        );
         for i in 0..n {
             let bound = n as f64 * f32::EPSILON as f64 * magnitude[i] + 1e-30;
             assert!(
@@ -154,11 +199,24 @@ fn float_scans(device: &Device) -> Vec<u64> {
         let x64: Vec<f64> = clean.iter().map(|&v| v as f64 * 3.0).collect();
         let got = scan_on!(scan_sum_f64, device, scan, &x64);
         let again = scan_on!(scan_sum_f64, device, scan, &x64);
-        assert!(got.iter().zip(&again).all(|(a, b)| a.to_bits() == b.to_bits()), "f64 sum again, {what}");
+        assert!(
+            got.iter()
+                .zip(&again)
+                .all(|(a, b)| a.to_bits() == b.to_bits()),
+            "f64 sum again, {what}"
+        );
         let exact = cpu_scan(&x64, 0.0, |a, b| a + b, inc);
-        let magnitude = cpu_scan(&x64.iter().map(|v| v.abs()).collect::<Vec<_>>(), 0.0, |a, b| a + b, inc);
+        let magnitude = cpu_scan(
+            &x64.iter().map(|v| v.abs()).collect::<Vec<_>>(),
+            0.0,
+            |a, b| a + b,
+            inc,
+        );
         for i in 0..n {
-            assert!((got[i] - exact[i]).abs() <= n as f64 * f64::EPSILON * magnitude[i] + 1e-300, "f64 sum [{i}], {what}");
+            assert!(
+                (got[i] - exact[i]).abs() <= n as f64 * f64::EPSILON * magnitude[i] + 1e-300,
+                "f64 sum [{i}], {what}"
+            );
         }
         bits.extend(got.iter().map(|v| v.to_bits()));
 
@@ -191,19 +249,27 @@ fn reduce_type_scans(device: &Device) {
         let locs: Vec<MinLoc> = values
             .iter()
             .enumerate()
-            .map(|(i, &value)| MinLoc { value, index: i as u32 })
+            .map(|(i, &value)| MinLoc {
+                value,
+                index: i as u32,
+            })
             .collect();
         let got = scan_on!(scan_min_loc, device, scan, &locs);
         let identity = <MinLoc as offload::Reduce>::identity();
         let expected = cpu_scan(&locs, identity, offload::Reduce::combine, inc);
         assert!(
-            got.iter().zip(&expected).all(|(a, b)| a.index == b.index && a.value.to_bits() == b.value.to_bits()),
+            got.iter()
+                .zip(&expected)
+                .all(|(a, b)| a.index == b.index && a.value.to_bits() == b.value.to_bits()),
             "min-loc, {what}"
         );
 
         let maps: Vec<Affine> = ints(n, 8)
             .iter()
-            .map(|&v| Affine { a: (v as u32) | 1, b: (v >> 32) as u32 })
+            .map(|&v| Affine {
+                a: (v as u32) | 1,
+                b: (v >> 32) as u32,
+            })
             .collect();
         let got = scan_on!(scan_affine, device, scan, &maps);
         let expected = cpu_scan(&maps, Affine { a: 1, b: 0 }, offload::Reduce::combine, inc);
@@ -224,14 +290,41 @@ fn stream_scans_on_views(device: &Device) {
     offload::scope(|s| {
         let stream = s.stream(device)?;
         let shaped = Scan::exclusive().block(128).tile(4096);
-        scans::scan_sum_u32::enqueue(&stream, shaped, xd.slice(..), exclusive.slice_mut(..), &mut scratch)?;
-        scans::scan_sum_u32::enqueue(&stream, Scan::inclusive(), xd.slice(5..n - 5), inclusive.slice_mut(..), &mut scratch)?;
-        scans::scan_sum_u32::enqueue(&stream, Scan::inclusive().tile(2), xd.slice(..7), small.slice_mut(..), &mut scratch)
+        scans::scan_sum_u32::enqueue(
+            &stream,
+            shaped,
+            xd.slice(..),
+            exclusive.slice_mut(..),
+            &mut scratch,
+        )?;
+        scans::scan_sum_u32::enqueue(
+            &stream,
+            Scan::inclusive(),
+            xd.slice(5..n - 5),
+            inclusive.slice_mut(..),
+            &mut scratch,
+        )?;
+        scans::scan_sum_u32::enqueue(
+            &stream,
+            Scan::inclusive().tile(2),
+            xd.slice(..7),
+            small.slice_mut(..),
+            &mut scratch,
+        )
     })
     .unwrap();
-    assert_eq!(exclusive.to_vec().unwrap(), cpu_scan(&x, 0, u32::wrapping_add, false));
-    assert_eq!(inclusive.to_vec().unwrap(), cpu_scan(&x[5..n - 5], 0, u32::wrapping_add, true));
-    assert_eq!(small.to_vec().unwrap(), cpu_scan(&x[..7], 0, u32::wrapping_add, true));
+    assert_eq!(
+        exclusive.to_vec().unwrap(),
+        cpu_scan(&x, 0, u32::wrapping_add, false)
+    );
+    assert_eq!(
+        inclusive.to_vec().unwrap(),
+        cpu_scan(&x[5..n - 5], 0, u32::wrapping_add, true)
+    );
+    assert_eq!(
+        small.to_vec().unwrap(),
+        cpu_scan(&x[..7], 0, u32::wrapping_add, true)
+    );
 }
 
 /// Refused before anything runs: an output of another length, no threads, too many threads for
@@ -240,17 +333,43 @@ fn refused(device: &Device) {
     let xd = DeviceVec::from_slice(device, &[1u32, 2, 3]).unwrap();
     let mut short = DeviceVec::<u32>::zeroed(device, 2).unwrap();
     let err = scans::scan_sum_u32::exclusive(&xd, &mut short).unwrap_err();
-    assert!(matches!(err, Error::InvalidArgument { argument: "out", .. }), "{err}");
+    assert!(
+        matches!(
+            err,
+            Error::InvalidArgument {
+                argument: "out",
+                ..
+            }
+        ),
+        "{err}"
+    );
     let mut out = DeviceVec::<u32>::zeroed(device, 3).unwrap();
-    for scan in [Scan::exclusive().block(0), Scan::exclusive().block(2048), Scan::inclusive().tile(0)] {
+    for scan in [
+        Scan::exclusive().block(0),
+        Scan::exclusive().block(2048),
+        Scan::inclusive().tile(0),
+    ] {
         let err = scans::scan_sum_u32::run(scan, &xd, &mut out).unwrap_err();
         assert!(matches!(err, Error::InvalidArgument { .. }), "{err}");
     }
     // 16 KiB of MinLoc (8 bytes) is 2048 of them: 1024 threads fit, and one element each.
-    let locs = DeviceVec::from_slice(device, &[MinLoc { value: 1.0, index: 0 }; 3]).unwrap();
+    let locs = DeviceVec::from_slice(
+        device,
+        &[MinLoc {
+            value: 1.0,
+            index: 0,
+        }; 3],
+    )
+    .unwrap();
     let mut best = DeviceVec::zeroed(device, 3).unwrap();
     scans::scan_min_loc::run(Scan::inclusive().block(1024), &locs, &mut best).unwrap();
-    assert_eq!(best.to_vec().unwrap()[2], MinLoc { value: 1.0, index: 0 });
+    assert_eq!(
+        best.to_vec().unwrap()[2],
+        MinLoc {
+            value: 1.0,
+            index: 0
+        }
+    );
 }
 
 /// The indices of the elements above a threshold, on the device, as the CPU's filter.
@@ -258,10 +377,25 @@ fn compaction_matches_filter(device: &Device) {
     for n in SIZES {
         let x = floats(n, 10);
         let xd = DeviceVec::from_slice(device, &x).unwrap();
-        for (threshold, shape) in [(0.25, (None, None)), (-2.0, (Some(64), Some(999))), (2.0, (None, None)), (0.0, (Some(1024), Some(20_000)))] {
-            let got = compaction::indices_above(scan_of(false, shape), threshold, &xd).unwrap().to_vec().unwrap();
-            let expected: Vec<u32> = (0..n as u32).filter(|&i| x[i as usize] > threshold).collect();
-            assert_eq!(got, expected, "compaction of {n} above {threshold} on {}", device.name());
+        for (threshold, shape) in [
+            (0.25, (None, None)),
+            (-2.0, (Some(64), Some(999))),
+            (2.0, (None, None)),
+            (0.0, (Some(1024), Some(20_000))),
+        ] {
+            let got = compaction::indices_above(scan_of(false, shape), threshold, &xd)
+                .unwrap()
+                .to_vec()
+                .unwrap();
+            let expected: Vec<u32> = (0..n as u32)
+                .filter(|&i| x[i as usize] > threshold)
+                .collect();
+            assert_eq!(
+                got,
+                expected,
+                "compaction of {n} above {threshold} on {}",
+                device.name()
+            );
         }
     }
 }
@@ -302,7 +436,10 @@ mod gpu {
     #[test]
     fn integer_scans_are_exact_and_as_on_the_host() {
         if let Some(gpu) = gpu("integer_scans_are_exact_and_as_on_the_host") {
-            assert_eq!(super::integer_scans(&gpu), super::integer_scans(&Device::host()));
+            assert_eq!(
+                super::integer_scans(&gpu),
+                super::integer_scans(&Device::host())
+            );
         }
     }
     #[test]

@@ -34,7 +34,10 @@ const LANE_CELLS: usize = 256;
 /// Slots of `T` in [`scan_block`]'s area.
 const fn lane_slots<T>() -> usize {
     let size = core::mem::size_of::<T>();
-    assert!(size <= LANE_CELLS * 16, "a scanned value may be at most 4 KiB");
+    assert!(
+        size <= LANE_CELLS * 16,
+        "a scanned value may be at most 4 KiB"
+    );
     match (LANE_CELLS * 16).checked_div(size) {
         Some(slots) => slots,
         None => LANE_CELLS,
@@ -205,7 +208,9 @@ fn scan_tile<T: DeviceCopy, Op: ReduceOp<T>>(
             // Thread t owns elements t, t + threads, … of the tile: the chunk's in order.
             let mut k = t;
             while k < m {
-                let (i, o) = out.next().expect("scan: the output tile is shorter than the input");
+                let (i, o) = out
+                    .next()
+                    .expect("scan: the output tile is shorter than the input");
                 debug_assert_eq!(i, start + k);
                 // SAFETY: written before the barrier, unchanged until the next one.
                 *o = unsafe { slot.add(k).read() };

@@ -42,7 +42,9 @@ pub use host::*;
 #[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
 mod host {
     use super::{items_per_thread, max_threads};
-    use crate::{Device, DeviceCopy, DeviceVec, DeviceView, DeviceViewMut, Error, Launch, Result, Stream};
+    use crate::{
+        Device, DeviceCopy, DeviceVec, DeviceView, DeviceViewMut, Error, Launch, Result, Stream,
+    };
 
     /// The one kernel of a scan, as `scan_kernel!` writes it: implemented by the macro.
     #[doc(hidden)]
@@ -118,7 +120,9 @@ mod host {
         /// Threads per block and the tile length for `len` elements of `T`.
         pub fn shape<T>(&self, len: usize) -> Result<(u32, usize)> {
             let size = std::mem::size_of::<T>();
-            let block = self.block.unwrap_or(DEFAULT_BLOCK.min(max_threads(size) as u32));
+            let block = self
+                .block
+                .unwrap_or(DEFAULT_BLOCK.min(max_threads(size) as u32));
             if block == 0 || block as usize > max_threads(size) {
                 return Err(Error::InvalidArgument {
                     kernel: "scan",
@@ -173,14 +177,11 @@ mod host {
         }
 
         fn on(&mut self, device: &Device, tiles: usize) -> Result<&mut Buffers<T>> {
-            let fits = self
-                .buffers
-                .as_ref()
-                .is_some_and(|b| {
-                    b.device.kind() == device.kind()
-                        && b.device.ordinal() == device.ordinal()
-                        && b.totals.len() >= tiles
-                });
+            let fits = self.buffers.as_ref().is_some_and(|b| {
+                b.device.kind() == device.kind()
+                    && b.device.ordinal() == device.ordinal()
+                    && b.totals.len() >= tiles
+            });
             if !fits {
                 self.buffers = None;
                 let len = tiles.next_power_of_two();

@@ -27,7 +27,9 @@ fn best_per_launch(
     device: &Device,
     enqueue: impl FnMut(&offload::Stream<'_>) -> offload::Result<()>,
 ) -> BenchResult<Duration> {
-    Ok(stream_timing::best_per_launch(device, BATCHES, PER_BATCH, enqueue)?)
+    Ok(stream_timing::best_per_launch(
+        device, BATCHES, PER_BATCH, enqueue,
+    )?)
 }
 
 fn main() -> BenchResult<()> {

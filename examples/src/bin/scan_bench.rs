@@ -48,8 +48,15 @@ fn main() -> BenchResult<()> {
             gbps(inclusive)
         );
         if let Some(ms) = theirs {
-            println!("cupy.cumsum {short}: {:.1} us ({:.0} GB/s)", ms * 1e3, 2.0 * (n * 4) as f64 / (ms * 1e-3) / 1e9);
-            for (kind, t, goal) in [("exclusive", exclusive, Goal::AtLeast(0.9)), ("inclusive", inclusive, Goal::None)] {
+            println!(
+                "cupy.cumsum {short}: {:.1} us ({:.0} GB/s)",
+                ms * 1e3,
+                2.0 * (n * 4) as f64 / (ms * 1e-3) / 1e9
+            );
+            for (kind, t, goal) in [
+                ("exclusive", exclusive, Goal::AtLeast(0.9)),
+                ("inclusive", inclusive, Goal::None),
+            ] {
                 Ratio::print(
                     "scan_bench",
                     &format!("{kind} sum scan of 2^28 {short}"),
@@ -122,7 +129,10 @@ fn u32_scans(device: &Device, n: usize) -> BenchResult<(Duration, Duration)> {
     let mut out = DeviceVec::<u32>::zeroed(device, n)?;
     let mut scratch = Scratch::new();
     let mut times = [Duration::ZERO; 2];
-    for (k, scan) in [Scan::exclusive(), Scan::inclusive()].into_iter().enumerate() {
+    for (k, scan) in [Scan::exclusive(), Scan::inclusive()]
+        .into_iter()
+        .enumerate()
+    {
         times[k] = best_per_launch(device, BATCHES, PER_BATCH, |s| {
             scan_sum_u32::enqueue(s, scan, xd.slice(..), out.slice_mut(..), &mut scratch)
         })?;
@@ -133,7 +143,9 @@ fn u32_scans(device: &Device, n: usize) -> BenchResult<(Duration, Duration)> {
             acc = acc.wrapping_add(v);
             let expected = if scan.is_inclusive() { acc } else { before };
             if g != expected {
-                return Err(format!("u32 {scan:?}: element {i} is {g}, the CPU's {expected}").into());
+                return Err(
+                    format!("u32 {scan:?}: element {i} is {g}, the CPU's {expected}").into(),
+                );
             }
         }
     }
@@ -143,12 +155,17 @@ fn u32_scans(device: &Device, n: usize) -> BenchResult<(Duration, Duration)> {
 /// Best exclusive and inclusive times, each result checked against the f64 CPU scan (within
 /// 1024·ε·Σ|x| of it: the combines run in a tree and in short sequences, not one long one).
 fn f32_scans(device: &Device, n: usize) -> BenchResult<(Duration, Duration)> {
-    let x: Vec<f32> = (0..n).map(|i| ((i % 1000) as f32) * 1e-3 - 0.4995).collect();
+    let x: Vec<f32> = (0..n)
+        .map(|i| ((i % 1000) as f32) * 1e-3 - 0.4995)
+        .collect();
     let xd = DeviceVec::from_slice(device, &x)?;
     let mut out = DeviceVec::<f32>::zeroed(device, n)?;
     let mut scratch = Scratch::new();
     let mut times = [Duration::ZERO; 2];
-    for (k, scan) in [Scan::exclusive(), Scan::inclusive()].into_iter().enumerate() {
+    for (k, scan) in [Scan::exclusive(), Scan::inclusive()]
+        .into_iter()
+        .enumerate()
+    {
         times[k] = best_per_launch(device, BATCHES, PER_BATCH, |s| {
             scan_sum_f32::enqueue(s, scan, xd.slice(..), out.slice_mut(..), &mut scratch)
         })?;
@@ -164,7 +181,9 @@ fn f32_scans(device: &Device, n: usize) -> BenchResult<(Duration, Duration)> {
                 (before, before_magnitude)
             };
             if (g as f64 - expected).abs() > 1024.0 * f32::EPSILON as f64 * bound + 1e-30 {
-                return Err(format!("f32 {scan:?}: element {i} is {g}, the CPU's {expected}").into());
+                return Err(
+                    format!("f32 {scan:?}: element {i} is {g}, the CPU's {expected}").into(),
+                );
             }
         }
     }
