@@ -71,3 +71,4 @@ pub fn update_two_outputs(
         (p.wrapping_add(x.wrapping_mul(y)), q.wrapping_mul(z).wrapping_add(1))
     });
 }
+

@@ -41,6 +41,9 @@ fn check<T: PartialEq + Debug + Copy>(
     }
 }
 
+/// Lengths for the byte kernels: 0..=9 (no whole chunk), and around one and two chunks of 16.
+const BYTE_LENS: [usize; 17] = [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 15, 16, 17, 31, 32, 33, 47];
+
 fn bytes(n: usize, seed: usize) -> Vec<u8> {
     (0..n).map(|i| (i * 37 + seed * 101 + 3) as u8).collect()
 }
@@ -130,9 +133,9 @@ pub fn wide_update_with_three_inputs_matches_cpu(device: &Device) {
 }
 
 pub fn wide_map_to_three_outputs_matches_cpu(device: &Device) {
-    let (x, y) = (bytes(64, 1), bytes(64, 2));
-    let before = [bytes(64, 3), bytes(64, 4), bytes(64, 5)];
-    for n in 0..=9usize {
+    let (x, y) = (bytes(96, 1), bytes(96, 2));
+    let before = [bytes(96, 3), bytes(96, 4), bytes(96, 5)];
+    for n in BYTE_LENS {
         for res in 0..16 {
             // Outputs and inputs aligned alike (with equal and unequal lengths), then one output
             // or one input at another offset (element by element).
@@ -170,9 +173,9 @@ pub fn wide_map_to_three_outputs_matches_cpu(device: &Device) {
 }
 
 pub fn wide_update_of_two_outputs_matches_cpu(device: &Device) {
-    let (x, y, z) = (bytes(64, 6), bytes(64, 7), bytes(64, 8));
-    let before = [bytes(64, 9), bytes(64, 10)];
-    for n in 0..=9usize {
+    let (x, y, z) = (bytes(96, 6), bytes(96, 7), bytes(96, 8));
+    let before = [bytes(96, 9), bytes(96, 10)];
+    for n in BYTE_LENS {
         for res in 0..16 {
             for (rq, rz, lens) in [
                 (res, res, [n, n]),
