@@ -319,7 +319,12 @@ mod tests {
     fn three_outputs_cover_the_shortest_length_once_by_iter_mines_owners() {
         for threads in [1, 3, 8] {
             for n in 0..=9 {
-                for [la, lb, lc] in [[n, n, n], [n, n + 2, n + 5], [n + 3, n, n + 1], [n + 1, n + 4, n]] {
+                for [la, lb, lc] in [
+                    [n, n, n],
+                    [n, n + 2, n + 5],
+                    [n + 3, n, n + 1],
+                    [n + 1, n + 4, n],
+                ] {
                     let (mut a, mut b, mut c) = (vec![u32::MAX; la], vec![0u64; lb], vec![0u8; lc]);
                     as_threads(threads, |t| {
                         let (mut va, mut vb, mut vc) = (view(&mut a), view(&mut b), view(&mut c));
@@ -337,7 +342,11 @@ mod tests {
                     assert_eq!(a, (0..la).map(owner).collect::<Vec<_>>(), "{at}");
                     let sum = |i: usize| if i < m { 1 + i as u64 } else { 0 };
                     assert_eq!(b, (0..lb).map(sum).collect::<Vec<_>>(), "{at}");
-                    assert_eq!(c, (0..lc).map(|i| (i < m) as u8).collect::<Vec<_>>(), "{at}");
+                    assert_eq!(
+                        c,
+                        (0..lc).map(|i| (i < m) as u8).collect::<Vec<_>>(),
+                        "{at}"
+                    );
                 }
             }
         }

@@ -537,8 +537,9 @@ mod tests {
                         );
                         as_threads(threads, || {
                             // SAFETY: y is borrowed mutably for the call; the threads run one by one.
-                            let mut out =
-                                unsafe { WideSlice::from_raw_parts(y.0.as_mut_ptr().add(y_at), len) };
+                            let mut out = unsafe {
+                                WideSlice::from_raw_parts(y.0.as_mut_ptr().add(y_at), len)
+                            };
                             out.update_mine_wide((xa, xb, xc), |y, (a, b, c)| y + a * b - c);
                         });
                         for j in 0..24usize {
@@ -575,8 +576,11 @@ mod tests {
                         (p_at, p_at + 3, p_at, [len, len, len + 1]),
                         (p_at, p_at, p_at + 2, [len, len, len]),
                     ] {
-                        let (mut p, mut q, mut r) =
-                            (Aligned([u32::MAX; 24]), Aligned([-1.0f32; 24]), Aligned([7i32; 24]));
+                        let (mut p, mut q, mut r) = (
+                            Aligned([u32::MAX; 24]),
+                            Aligned([-1.0f32; 24]),
+                            Aligned([7i32; 24]),
+                        );
                         let xs = &x.0[x_at..x_at + len + 3];
                         as_threads(threads, || {
                             // SAFETY: p, q and r are borrowed mutably for the call; the threads
@@ -593,13 +597,18 @@ mod tests {
                             });
                         });
                         let m = lens[0].min(lens[1]).min(lens[2]);
-                        let at = format!("{threads} threads, {lens:?}, +{p_at} +{q_at} +{r_at} +{x_at}");
+                        let at =
+                            format!("{threads} threads, {lens:?}, +{p_at} +{q_at} +{r_at} +{x_at}");
                         let mine = |j: usize, at: usize| j.checked_sub(at).filter(|&i| i < m);
                         for j in 0..24usize {
                             let want_p = mine(j, p_at).map_or(u32::MAX, |i| xs[i] + z.0[i]);
                             let want_q = mine(j, q_at).map_or(-1.0, |i| (xs[i] * 2) as f32);
                             let want_r = mine(j, r_at).map_or(7, |i| -(xs[i] as i32));
-                            assert_eq!((p.0[j], q.0[j], r.0[j]), (want_p, want_q, want_r), "{at}: {j}");
+                            assert_eq!(
+                                (p.0[j], q.0[j], r.0[j]),
+                                (want_p, want_q, want_r),
+                                "{at}: {j}"
+                            );
                         }
                     }
                 }
