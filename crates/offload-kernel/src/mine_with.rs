@@ -403,4 +403,42 @@ mod tests {
                 .for_each(drop);
         });
     }
+
+    #[test]
+    fn eight_outputs_of_eight_types_share_one_owner_per_index() {
+        for threads in [1, 3, 8] {
+            let (mut a, mut b, mut c, mut d) =
+                (vec![0u8; 9], vec![0u16; 10], vec![0u32; 11], vec![0u64; 12]);
+            let (mut e, mut f, mut g, mut h) =
+                (vec![0i8; 13], vec![0i16; 14], vec![0f32; 15], vec![0f64; 9]);
+            as_threads(threads, |t| {
+                let views = (
+                    &mut view(&mut a),
+                    &mut view(&mut b),
+                    &mut view(&mut c),
+                    &mut view(&mut d),
+                    &mut view(&mut e),
+                    &mut view(&mut f),
+                    &mut view(&mut g),
+                    &mut view(&mut h),
+                );
+                for (i, (a, b, c, d, e, f, g, h)) in views.iter_mine() {
+                    assert_eq!(i % threads as usize, t as usize);
+                    let v = 1 + i as u8;
+                    (*a, *b, *c, *d) = (v, v as u16, v as u32, v as u64);
+                    (*e, *f, *g, *h) = (v as i8, v as i16, v as f32, v as f64);
+                }
+            });
+            // The shortest (a and h) has 9 elements: 1..=9 there, 0 past it.
+            let want = |len: usize| (0..len).map(|i| if i < 9 { 1 + i as u64 } else { 0 });
+            assert!(a.iter().map(|&x| x as u64).eq(want(9)));
+            assert!(b.iter().map(|&x| x as u64).eq(want(10)));
+            assert!(c.iter().map(|&x| x as u64).eq(want(11)));
+            assert!(d.iter().copied().eq(want(12)));
+            assert!(e.iter().map(|&x| x as u64).eq(want(13)));
+            assert!(f.iter().map(|&x| x as u64).eq(want(14)));
+            assert!(g.iter().map(|&x| x as u64).eq(want(15)));
+            assert!(h.iter().map(|&x| x as u64).eq(want(9)));
+        }
+    }
 }

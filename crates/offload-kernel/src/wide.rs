@@ -636,4 +636,57 @@ mod tests {
             assert_eq!(p.0[j], if mine { 9 * j as u32 } else { 9 }, "{j}");
         }
     }
+
+    #[test]
+    fn four_outputs_nested_or_flat_get_every_element_once() {
+        let x = Aligned(core::array::from_fn(|i| 1 + i as u32));
+        for threads in [1, 3, 8] {
+            for len in 0..=9 {
+                for at in 0..4 {
+                    for misaligned in [false, true] {
+                        let d_at = at + misaligned as usize;
+                        let mut outs = [
+                            Aligned([0u32; 24]),
+                            Aligned([0u32; 24]),
+                            Aligned([0u32; 24]),
+                            Aligned([0u32; 24]),
+                        ];
+                        let [a, b, c, d] = &mut outs;
+                        as_threads(threads, || {
+                            // SAFETY: the four arrays are borrowed mutably for the call; the
+                            // threads run one by one.
+                            let (mut a, mut b, mut c, mut d) = unsafe {
+                                (
+                                    WideSlice::from_raw_parts(a.0.as_mut_ptr().add(at), len),
+                                    WideSlice::from_raw_parts(b.0.as_mut_ptr().add(at), len + 1),
+                                    WideSlice::from_raw_parts(c.0.as_mut_ptr().add(at), len + 5),
+                                    WideSlice::from_raw_parts(d.0.as_mut_ptr().add(d_at), len),
+                                )
+                            };
+                            // Nested: ((a, b), (c, d)).
+                            ((&mut a, &mut b), (&mut c, &mut d))
+                                .map_mine_wide(&x.0[at..], |x| ((x, x + 1), (x + 2, x + 3)));
+                            // Flat, reading and writing all four.
+                            (&mut a, &mut b, &mut c, &mut d)
+                                .update_mine_wide(&x.0[at..], |(a, b, c, d), x| {
+                                    (a * x, b * x, c * x, d * x)
+                                });
+                        });
+                        for (k, (out, o_at)) in outs.iter().zip([at, at, at, d_at]).enumerate() {
+                            for j in 0..24usize {
+                                let want = match j.checked_sub(o_at) {
+                                    Some(i) if i < len => (x.0[at + i] + k as u32) * x.0[at + i],
+                                    _ => 0,
+                                };
+                                assert_eq!(
+                                    out.0[j], want,
+                                    "{threads} threads, len {len}, +{at}, output {k}: {j}"
+                                );
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
 }
