@@ -1,6 +1,6 @@
 //! Element-wise kernels with several outputs: a tuple of `&mut` [`ThreadSlice`]s walks the
 //! elements this thread owns in all of them at once ([`MineOutputs::iter_mine`]), and
-//! [`ThreadSlice::iter_mine_with`] is its two-output case with a flat item.
+//! [`ThreadSlice::iter_mine_with`] gives the two-output case with a flat item.
 //!
 //! One ownership rule for every output: the thread owns index `i` of each by the rule of
 //! [`ThreadSlice::iter_mine`] (grid-stride, `i ≡ global_id mod global_threads` in the parameter
@@ -20,7 +20,7 @@ mod sealed {
     pub trait Sealed {}
 }
 
-/// A tuple of up to eight `&mut ThreadSlice`s (of any element types), walked together by
+/// A tuple of two to eight `&mut ThreadSlice`s (of any element types), walked together by
 /// [`iter_mine`](Self::iter_mine): `for (i, (a, b, c)) in (&mut a, &mut b, &mut c).iter_mine()`.
 /// (Sealed: the walk relies on every member being a whole output or a view of one.)
 pub trait MineOutputs<'s>: sealed::Sealed {
@@ -50,15 +50,15 @@ pub struct MineZip<'s, P> {
 }
 
 macro_rules! mine_outputs {
-    ($($member:ident $k:tt $life:lifetime),+) => {
-        impl<'s, $($life,)+ $($member),+> sealed::Sealed
-            for ($(&'s mut ThreadSlice<$life, $member>,)+) {}
+    ($first:ident $fl:lifetime $(, $member:ident $k:tt $r:tt $life:lifetime)+) => {
+        impl<'s, $fl, $($life,)+ $first, $($member),+> sealed::Sealed
+            for (&'s mut ThreadSlice<$fl, $first>, $(&'s mut ThreadSlice<$life, $member>,)+) {}
 
-        impl<'s, $($life,)+ $($member),+> MineOutputs<'s>
-            for ($(&'s mut ThreadSlice<$life, $member>,)+)
+        impl<'s, $fl, $($life,)+ $first, $($member),+> MineOutputs<'s>
+            for (&'s mut ThreadSlice<$fl, $first>, $(&'s mut ThreadSlice<$life, $member>,)+)
         {
-            type Item = (usize, ($(&'s mut $member,)+));
-            type Iter = MineZip<'s, ($(*mut $member,)+)>;
+            type Item = (usize, (&'s mut $first, $(&'s mut $member,)+));
+            type Iter = MineZip<'s, (*mut $first, $(*mut $member,)+)>;
 
             #[inline(always)]
             #[track_caller]
@@ -67,13 +67,16 @@ macro_rules! mine_outputs {
                 // owner only if all start at the same index of their parameters.
                 let offset = self.0.offset();
                 assert!(
-                    true $(&& self.$k.offset() == offset)+,
+                    0 $(| (self.$k.offset() ^ offset))+ == 0,
                     "iter_mine: the views of a tuple start at different indices of their parameters"
                 );
                 // SAFETY: every view's memory holds its length's elements (`from_raw_parts`).
-                let len = usize::MAX $(.min(unsafe { slice_len::<$member>(self.$k.len()) }))+;
+                let len = unsafe {
+                    slice_len::<$first>(self.0.len()) $(.min(slice_len::<$member>(self.$k.len())))+
+                };
                 let indices = GridStride::mine(len, offset);
-                let ptrs = ($(self.$k.raw_ptr(),)+);
+                let ptrs = (self.0.raw_ptr(), $(self.$k.raw_ptr(),)+);
+                before_writing(ptrs.0, &indices);
                 $(before_writing(ptrs.$k, &indices);)+
                 MineZip {
                     ptrs,
@@ -83,34 +86,42 @@ macro_rules! mine_outputs {
             }
         }
 
-        impl<'s, $($member: 's),+> Iterator for MineZip<'s, ($(*mut $member,)+)> {
-            type Item = (usize, ($(&'s mut $member,)+));
+        impl<'s, $first: 's, $($member: 's),+> Iterator
+            for MineZip<'s, (*mut $first, $(*mut $member,)+)>
+        {
+            type Item = (usize, (&'s mut $first, $(&'s mut $member,)+));
 
             #[inline(always)]
             fn next(&mut self) -> Option<Self::Item> {
                 let next = self.indices.next();
-                let ptrs = ($(element(self.ptrs.$k, next),)+);
+                // Every address computed before the branch: the first output's as a select with
+                // null (see `element`), the others' unconditionally. (With a select for every
+                // output, three or more got a second compare and branch per element in the PTX.)
+                let at = next.unwrap_or(0);
+                let first = element(self.ptrs.0, next);
+                // SAFETY: `at` is below every length, or 0.
+                let rest = unsafe { ($(self.ptrs.$k.add(at),)+) };
                 // SAFETY: i is below every length; each index is yielded once per iterator and
                 // belongs to the threads of this call alone (i ≡ global_id mod global_threads),
                 // and every output is borrowed mutably for 's.
-                next.map(|i| unsafe { (i, ($(&mut *ptrs.$k,)+)) })
+                next.map(|i| unsafe { (i, (&mut *first, $(&mut *rest.$r,)+)) })
             }
         }
     };
 }
-mine_outputs!(A 0 'a);
-mine_outputs!(A 0 'a, B 1 'b);
-mine_outputs!(A 0 'a, B 1 'b, C 2 'c);
-mine_outputs!(A 0 'a, B 1 'b, C 2 'c, D 3 'd);
-mine_outputs!(A 0 'a, B 1 'b, C 2 'c, D 3 'd, E 4 'e);
-mine_outputs!(A 0 'a, B 1 'b, C 2 'c, D 3 'd, E 4 'e, F 5 'f);
-mine_outputs!(A 0 'a, B 1 'b, C 2 'c, D 3 'd, E 4 'e, F 5 'f, G 6 'g);
-mine_outputs!(A 0 'a, B 1 'b, C 2 'c, D 3 'd, E 4 'e, F 5 'f, G 6 'g, H 7 'h);
+mine_outputs!(A 'a, B 1 0 'b);
+mine_outputs!(A 'a, B 1 0 'b, C 2 1 'c);
+mine_outputs!(A 'a, B 1 0 'b, C 2 1 'c, D 3 2 'd);
+mine_outputs!(A 'a, B 1 0 'b, C 2 1 'c, D 3 2 'd, E 4 3 'e);
+mine_outputs!(A 'a, B 1 0 'b, C 2 1 'c, D 3 2 'd, E 4 3 'e, F 5 4 'f);
+mine_outputs!(A 'a, B 1 0 'b, C 2 1 'c, D 3 2 'd, E 4 3 'e, F 5 4 'f, G 6 5 'g);
+mine_outputs!(A 'a, B 1 0 'b, C 2 1 'c, D 3 2 'd, E 4 3 'e, F 5 4 'f, G 6 5 'g, H 7 6 'h);
 
 impl<'a, T> ThreadSlice<'a, T> {
     /// `(i, &mut self[i], &mut other[i])` for every index `i` this thread owns (as in
-    /// [`iter_mine`](Self::iter_mine)) below the shorter of the two lengths: the two-output case
-    /// of [`MineOutputs::iter_mine`], `(&mut self, &mut other).iter_mine()`, with a flat item.
+    /// [`iter_mine`](Self::iter_mine)) below the shorter of the two lengths: the items of the
+    /// two-output tuple `(&mut self, &mut other).iter_mine()` ([`MineOutputs::iter_mine`]),
+    /// flat. (Its own iterator; for two outputs the tuple's gives the same PTX.)
     ///
     /// # Panics
     /// If the two are views ([`slice`](Self::slice)) that start at different indices of their
@@ -121,19 +132,46 @@ impl<'a, T> ThreadSlice<'a, T> {
         &'s mut self,
         other: &'s mut ThreadSlice<'_, U>,
     ) -> MineWith<'s, T, U> {
-        MineWith((self, other).iter_mine())
+        // Views (`slice`) keep their parameter's owners: element i of both views has one owner
+        // only if both start at the same index of their parameters.
+        assert!(
+            self.offset() == other.offset(),
+            "iter_mine_with: the two views start at different indices of their parameters"
+        );
+        // SAFETY: both views' memory holds their lengths' elements (`from_raw_parts`).
+        let len = unsafe { slice_len::<T>(self.len()).min(slice_len::<U>(other.len())) };
+        let indices = GridStride::mine(len, self.offset());
+        let (first, second) = (self.raw_ptr(), other.raw_ptr());
+        before_writing(first, &indices);
+        before_writing(second, &indices);
+        MineWith {
+            first,
+            second,
+            indices,
+            _borrow: PhantomData,
+        }
     }
 }
 
 /// Iterator of [`ThreadSlice::iter_mine_with`].
-pub struct MineWith<'s, T, U>(MineZip<'s, (*mut T, *mut U)>);
+pub struct MineWith<'s, T, U> {
+    first: *mut T,
+    second: *mut U,
+    indices: GridStride,
+    _borrow: PhantomData<(&'s mut [T], &'s mut [U])>,
+}
 
-impl<'s, T: 's, U: 's> Iterator for MineWith<'s, T, U> {
+impl<'s, T, U> Iterator for MineWith<'s, T, U> {
     type Item = (usize, &'s mut T, &'s mut U);
 
     #[inline(always)]
     fn next(&mut self) -> Option<Self::Item> {
-        self.0.next().map(|(i, (a, b))| (i, a, b))
+        let next = self.indices.next();
+        let (first, second) = (element(self.first, next), element(self.second, next));
+        // SAFETY: i is below both lengths; each index is yielded once per iterator and belongs
+        // to the threads of this call alone (i ≡ global_id mod global_threads), and both slices
+        // are borrowed mutably for 's.
+        next.map(|i| unsafe { (i, &mut *first, &mut *second) })
     }
 }
 
@@ -281,7 +319,12 @@ mod tests {
     fn three_outputs_cover_the_shortest_length_once_by_iter_mines_owners() {
         for threads in [1, 3, 8] {
             for n in 0..=9 {
-                for [la, lb, lc] in [[n, n, n], [n, n + 2, n + 5], [n + 3, n, n + 1], [n + 1, n + 4, n]] {
+                for [la, lb, lc] in [
+                    [n, n, n],
+                    [n, n + 2, n + 5],
+                    [n + 3, n, n + 1],
+                    [n + 1, n + 4, n],
+                ] {
                     let (mut a, mut b, mut c) = (vec![u32::MAX; la], vec![0u64; lb], vec![0u8; lc]);
                     as_threads(threads, |t| {
                         let (mut va, mut vb, mut vc) = (view(&mut a), view(&mut b), view(&mut c));
@@ -299,7 +342,11 @@ mod tests {
                     assert_eq!(a, (0..la).map(owner).collect::<Vec<_>>(), "{at}");
                     let sum = |i: usize| if i < m { 1 + i as u64 } else { 0 };
                     assert_eq!(b, (0..lb).map(sum).collect::<Vec<_>>(), "{at}");
-                    assert_eq!(c, (0..lc).map(|i| (i < m) as u8).collect::<Vec<_>>(), "{at}");
+                    assert_eq!(
+                        c,
+                        (0..lc).map(|i| (i < m) as u8).collect::<Vec<_>>(),
+                        "{at}"
+                    );
                 }
             }
         }
@@ -355,5 +402,43 @@ mod tests {
                 .iter_mine()
                 .for_each(drop);
         });
+    }
+
+    #[test]
+    fn eight_outputs_of_eight_types_share_one_owner_per_index() {
+        for threads in [1, 3, 8] {
+            let (mut a, mut b, mut c, mut d) =
+                (vec![0u8; 9], vec![0u16; 10], vec![0u32; 11], vec![0u64; 12]);
+            let (mut e, mut f, mut g, mut h) =
+                (vec![0i8; 13], vec![0i16; 14], vec![0f32; 15], vec![0f64; 9]);
+            as_threads(threads, |t| {
+                let views = (
+                    &mut view(&mut a),
+                    &mut view(&mut b),
+                    &mut view(&mut c),
+                    &mut view(&mut d),
+                    &mut view(&mut e),
+                    &mut view(&mut f),
+                    &mut view(&mut g),
+                    &mut view(&mut h),
+                );
+                for (i, (a, b, c, d, e, f, g, h)) in views.iter_mine() {
+                    assert_eq!(i % threads as usize, t as usize);
+                    let v = 1 + i as u8;
+                    (*a, *b, *c, *d) = (v, v as u16, v as u32, v as u64);
+                    (*e, *f, *g, *h) = (v as i8, v as i16, v as f32, v as f64);
+                }
+            });
+            // The shortest (a and h) has 9 elements: 1..=9 there, 0 past it.
+            let want = |len: usize| (0..len).map(|i| if i < 9 { 1 + i as u64 } else { 0 });
+            assert!(a.iter().map(|&x| x as u64).eq(want(9)));
+            assert!(b.iter().map(|&x| x as u64).eq(want(10)));
+            assert!(c.iter().map(|&x| x as u64).eq(want(11)));
+            assert!(d.iter().copied().eq(want(12)));
+            assert!(e.iter().map(|&x| x as u64).eq(want(13)));
+            assert!(f.iter().map(|&x| x as u64).eq(want(14)));
+            assert!(g.iter().map(|&x| x as u64).eq(want(15)));
+            assert!(h.iter().map(|&x| x as u64).eq(want(9)));
+        }
     }
 }

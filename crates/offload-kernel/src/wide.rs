@@ -537,8 +537,9 @@ mod tests {
                         );
                         as_threads(threads, || {
                             // SAFETY: y is borrowed mutably for the call; the threads run one by one.
-                            let mut out =
-                                unsafe { WideSlice::from_raw_parts(y.0.as_mut_ptr().add(y_at), len) };
+                            let mut out = unsafe {
+                                WideSlice::from_raw_parts(y.0.as_mut_ptr().add(y_at), len)
+                            };
                             out.update_mine_wide((xa, xb, xc), |y, (a, b, c)| y + a * b - c);
                         });
                         for j in 0..24usize {
@@ -575,8 +576,11 @@ mod tests {
                         (p_at, p_at + 3, p_at, [len, len, len + 1]),
                         (p_at, p_at, p_at + 2, [len, len, len]),
                     ] {
-                        let (mut p, mut q, mut r) =
-                            (Aligned([u32::MAX; 24]), Aligned([-1.0f32; 24]), Aligned([7i32; 24]));
+                        let (mut p, mut q, mut r) = (
+                            Aligned([u32::MAX; 24]),
+                            Aligned([-1.0f32; 24]),
+                            Aligned([7i32; 24]),
+                        );
                         let xs = &x.0[x_at..x_at + len + 3];
                         as_threads(threads, || {
                             // SAFETY: p, q and r are borrowed mutably for the call; the threads
@@ -593,13 +597,18 @@ mod tests {
                             });
                         });
                         let m = lens[0].min(lens[1]).min(lens[2]);
-                        let at = format!("{threads} threads, {lens:?}, +{p_at} +{q_at} +{r_at} +{x_at}");
+                        let at =
+                            format!("{threads} threads, {lens:?}, +{p_at} +{q_at} +{r_at} +{x_at}");
                         let mine = |j: usize, at: usize| j.checked_sub(at).filter(|&i| i < m);
                         for j in 0..24usize {
                             let want_p = mine(j, p_at).map_or(u32::MAX, |i| xs[i] + z.0[i]);
                             let want_q = mine(j, q_at).map_or(-1.0, |i| (xs[i] * 2) as f32);
                             let want_r = mine(j, r_at).map_or(7, |i| -(xs[i] as i32));
-                            assert_eq!((p.0[j], q.0[j], r.0[j]), (want_p, want_q, want_r), "{at}: {j}");
+                            assert_eq!(
+                                (p.0[j], q.0[j], r.0[j]),
+                                (want_p, want_q, want_r),
+                                "{at}: {j}"
+                            );
                         }
                     }
                 }
@@ -625,6 +634,59 @@ mod tests {
             let mine = (1..18).contains(&j);
             assert_eq!(e.0[j], if mine { 5 + j as u32 } else { 5 }, "{j}");
             assert_eq!(p.0[j], if mine { 9 * j as u32 } else { 9 }, "{j}");
+        }
+    }
+
+    #[test]
+    fn four_outputs_nested_or_flat_get_every_element_once() {
+        let x = Aligned(core::array::from_fn(|i| 1 + i as u32));
+        for threads in [1, 3, 8] {
+            for len in 0..=9 {
+                for at in 0..4 {
+                    for misaligned in [false, true] {
+                        let d_at = at + misaligned as usize;
+                        let mut outs = [
+                            Aligned([0u32; 24]),
+                            Aligned([0u32; 24]),
+                            Aligned([0u32; 24]),
+                            Aligned([0u32; 24]),
+                        ];
+                        let [a, b, c, d] = &mut outs;
+                        as_threads(threads, || {
+                            // SAFETY: the four arrays are borrowed mutably for the call; the
+                            // threads run one by one.
+                            let (mut a, mut b, mut c, mut d) = unsafe {
+                                (
+                                    WideSlice::from_raw_parts(a.0.as_mut_ptr().add(at), len),
+                                    WideSlice::from_raw_parts(b.0.as_mut_ptr().add(at), len + 1),
+                                    WideSlice::from_raw_parts(c.0.as_mut_ptr().add(at), len + 5),
+                                    WideSlice::from_raw_parts(d.0.as_mut_ptr().add(d_at), len),
+                                )
+                            };
+                            // Nested: ((a, b), (c, d)).
+                            ((&mut a, &mut b), (&mut c, &mut d))
+                                .map_mine_wide(&x.0[at..], |x| ((x, x + 1), (x + 2, x + 3)));
+                            // Flat, reading and writing all four.
+                            (&mut a, &mut b, &mut c, &mut d)
+                                .update_mine_wide(&x.0[at..], |(a, b, c, d), x| {
+                                    (a * x, b * x, c * x, d * x)
+                                });
+                        });
+                        for (k, (out, o_at)) in outs.iter().zip([at, at, at, d_at]).enumerate() {
+                            for j in 0..24usize {
+                                let want = match j.checked_sub(o_at) {
+                                    Some(i) if i < len => (x.0[at + i] + k as u32) * x.0[at + i],
+                                    _ => 0,
+                                };
+                                assert_eq!(
+                                    out.0[j], want,
+                                    "{threads} threads, len {len}, +{at}, output {k}: {j}"
+                                );
+                            }
+                        }
+                    }
+                }
+            }
         }
     }
 }

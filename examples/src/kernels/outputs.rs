@@ -68,6 +68,9 @@ pub fn update_two_outputs(
     #[wide] q: &mut [u8],
 ) {
     (&mut p, &mut q).update_mine_wide((x, y, z), |(p, q), (x, y, z)| {
-        (p.wrapping_add(x.wrapping_mul(y)), q.wrapping_mul(z).wrapping_add(1))
+        (
+            p.wrapping_add(x.wrapping_mul(y)),
+            q.wrapping_mul(z).wrapping_add(1),
+        )
     });
 }

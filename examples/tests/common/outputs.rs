@@ -13,7 +13,10 @@ fn shapes(device: &Device) -> Vec<(&'static str, Launch<'_>)> {
         ("1 thread", Launch::on(device).grid(1).block(1)),
         ("3 threads", Launch::on(device).grid(1).block(3)),
         ("8 threads", Launch::on(device).grid(1).block(8)),
-        ("2x3 blocks of 3x2", Launch::on(device).grid((2, 3, 1)).block((3, 1, 2))),
+        (
+            "2x3 blocks of 3x2",
+            Launch::on(device).grid((2, 3, 1)).block((3, 1, 2)),
+        ),
     ]
 }
 
@@ -37,9 +40,15 @@ fn check<T: PartialEq + Debug + Copy>(
             Some(i) if i < written => want(i),
             _ => b,
         };
-        assert_eq!(g, w, "{what}: element {j} (output from {at}, {written} written)");
+        assert_eq!(
+            g, w,
+            "{what}: element {j} (output from {at}, {written} written)"
+        );
     }
 }
+
+/// Lengths for the byte kernels: 0..=9 (no whole chunk), and around one and two chunks of 16.
+const BYTE_LENS: [usize; 17] = [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 15, 16, 17, 31, 32, 33, 47];
 
 fn bytes(n: usize, seed: usize) -> Vec<u8> {
     (0..n).map(|i| (i * 37 + seed * 101 + 3) as u8).collect()
@@ -47,12 +56,19 @@ fn bytes(n: usize, seed: usize) -> Vec<u8> {
 
 /// Unequal lengths around `n`: all equal, and each output the shortest in turn.
 fn unequal(n: usize) -> [[usize; 3]; 4] {
-    [[n, n, n], [n, n + 2, n + 5], [n + 3, n, n + 1], [n + 1, n + 4, n]]
+    [
+        [n, n, n],
+        [n, n + 2, n + 5],
+        [n + 3, n, n + 1],
+        [n + 1, n + 4, n],
+    ]
 }
 
 pub fn tuple_of_three_outputs_matches_cpu(device: &Device) {
     for n in 0..=9usize {
-        let x: Vec<u32> = (0..n + 9).map(|i| (i as u32).wrapping_mul(2_654_435_761)).collect();
+        let x: Vec<u32> = (0..n + 9)
+            .map(|i| (i as u32).wrapping_mul(2_654_435_761))
+            .collect();
         for [la, lb, lc] in unequal(n) {
             for (shape, launch) in shapes(device) {
                 let (mut a, mut b, mut c) = (vec![7u32; la], vec![7u64; lb], vec![7u8; lc]);
@@ -69,7 +85,9 @@ pub fn tuple_of_three_outputs_matches_cpu(device: &Device) {
 
 pub fn tuple_of_four_output_views_matches_cpu(device: &Device) {
     let init = |len: usize, k: i32| -> Vec<i32> {
-        (0..len as i32).map(|j| j.wrapping_mul(3 + k).wrapping_sub(7 * k)).collect()
+        (0..len as i32)
+            .map(|j| j.wrapping_mul(3 + k).wrapping_sub(7 * k))
+            .collect()
     };
     for start in [0usize, 1, 3] {
         for n in 0..=9usize {
@@ -77,21 +95,49 @@ pub fn tuple_of_four_output_views_matches_cpu(device: &Device) {
                 let ld = start + n + 1;
                 let lens = [start + la, start + lb, start + lc, ld];
                 for (shape, launch) in shapes(device) {
-                    let before: Vec<Vec<i32>> =
-                        lens.iter().enumerate().map(|(k, &l)| init(l, k as i32)).collect();
-                    let [mut a, mut b, mut c, mut d] =
-                        [0, 1, 2, 3].map(|k| before[k].clone());
+                    let before: Vec<Vec<i32>> = lens
+                        .iter()
+                        .enumerate()
+                        .map(|(k, &l)| init(l, k as i32))
+                        .collect();
+                    let [mut a, mut b, mut c, mut d] = [0, 1, 2, 3].map(|k| before[k].clone());
                     outputs::four_outputs::launch(
-                        launch, start as u32, &mut a, &mut b, &mut c, &mut d,
+                        launch,
+                        start as u32,
+                        &mut a,
+                        &mut b,
+                        &mut c,
+                        &mut d,
                     )
                     .unwrap();
                     let m = lens.iter().min().unwrap() - start;
                     let what = format!("four_outputs from {start}, {lens:?}, {shape}");
                     let old = |k: usize, i: usize| before[k][start + i];
-                    check(&a, &before[0], start, m, |i| old(0, i).wrapping_add(old(1, i)), &what);
-                    check(&b, &before[1], start, m, |i| old(1, i).wrapping_sub(old(2, i)), &what);
+                    check(
+                        &a,
+                        &before[0],
+                        start,
+                        m,
+                        |i| old(0, i).wrapping_add(old(1, i)),
+                        &what,
+                    );
+                    check(
+                        &b,
+                        &before[1],
+                        start,
+                        m,
+                        |i| old(1, i).wrapping_sub(old(2, i)),
+                        &what,
+                    );
                     check(&c, &before[2], start, m, |i| old(2, i) ^ old(3, i), &what);
-                    check(&d, &before[3], start, m, |i| old(3, i).wrapping_add(i as i32), &what);
+                    check(
+                        &d,
+                        &before[3],
+                        start,
+                        m,
+                        |i| old(3, i).wrapping_add(i as i32),
+                        &what,
+                    );
                 }
             }
         }
@@ -100,7 +146,11 @@ pub fn tuple_of_four_output_views_matches_cpu(device: &Device) {
 
 pub fn wide_update_with_three_inputs_matches_cpu(device: &Device) {
     let s = -1.25f32;
-    let (b, c, d) = (super::floats(64, 31), super::floats(64, 32), super::floats(64, 33));
+    let (b, c, d) = (
+        super::floats(64, 31),
+        super::floats(64, 32),
+        super::floats(64, 33),
+    );
     let y0 = super::floats(64, 34);
     for n in 0..=9usize {
         for y_res in (0..16).step_by(4) {
@@ -130,9 +180,9 @@ pub fn wide_update_with_three_inputs_matches_cpu(device: &Device) {
 }
 
 pub fn wide_map_to_three_outputs_matches_cpu(device: &Device) {
-    let (x, y) = (bytes(64, 1), bytes(64, 2));
-    let before = [bytes(64, 3), bytes(64, 4), bytes(64, 5)];
-    for n in 0..=9usize {
+    let (x, y) = (bytes(96, 1), bytes(96, 2));
+    let before = [bytes(96, 3), bytes(96, 4), bytes(96, 5)];
+    for n in BYTE_LENS {
         for res in 0..16 {
             // Outputs and inputs aligned alike (with equal and unequal lengths), then one output
             // or one input at another offset (element by element).
@@ -144,7 +194,11 @@ pub fn wide_map_to_three_outputs_matches_cpu(device: &Device) {
                 (res, (res + 8) % 16, res, [n, n, n]),
                 (res, res, (res + 3) % 16, [n, n + 1, n]),
             ] {
-                let at = [at_residue(&before[0], res), at_residue(&before[1], rq), at_residue(&before[2], rr)];
+                let at = [
+                    at_residue(&before[0], res),
+                    at_residue(&before[1], rq),
+                    at_residue(&before[2], rr),
+                ];
                 let (ox, oy) = (at_residue(&x, rx), at_residue(&y, res));
                 let (xs, ys) = (&x[ox..ox + n + 6], &y[oy..oy + n + 6]);
                 for (shape, launch) in shapes(device) {
@@ -159,10 +213,26 @@ pub fn wide_map_to_three_outputs_matches_cpu(device: &Device) {
                     )
                     .unwrap();
                     let m = lens.iter().copied().min().unwrap();
-                    let what = format!("map_three_outputs {lens:?} at +{res} +{rq} +{rr}, x at +{rx}, {shape}");
-                    check(&p, &before[0], at[0], m, |i| xs[i].wrapping_add(ys[i]), &what);
+                    let what = format!(
+                        "map_three_outputs {lens:?} at +{res} +{rq} +{rr}, x at +{rx}, {shape}"
+                    );
+                    check(
+                        &p,
+                        &before[0],
+                        at[0],
+                        m,
+                        |i| xs[i].wrapping_add(ys[i]),
+                        &what,
+                    );
                     check(&q, &before[1], at[1], m, |i| xs[i] ^ ys[i], &what);
-                    check(&r, &before[2], at[2], m, |i| xs[i].wrapping_mul(ys[i]), &what);
+                    check(
+                        &r,
+                        &before[2],
+                        at[2],
+                        m,
+                        |i| xs[i].wrapping_mul(ys[i]),
+                        &what,
+                    );
                 }
             }
         }
@@ -170,9 +240,9 @@ pub fn wide_map_to_three_outputs_matches_cpu(device: &Device) {
 }
 
 pub fn wide_update_of_two_outputs_matches_cpu(device: &Device) {
-    let (x, y, z) = (bytes(64, 6), bytes(64, 7), bytes(64, 8));
-    let before = [bytes(64, 9), bytes(64, 10)];
-    for n in 0..=9usize {
+    let (x, y, z) = (bytes(96, 6), bytes(96, 7), bytes(96, 8));
+    let before = [bytes(96, 9), bytes(96, 10)];
+    for n in BYTE_LENS {
         for res in 0..16 {
             for (rq, rz, lens) in [
                 (res, res, [n, n]),
@@ -196,10 +266,25 @@ pub fn wide_update_of_two_outputs_matches_cpu(device: &Device) {
                     )
                     .unwrap();
                     let m = lens[0].min(lens[1]);
-                    let what = format!("update_two_outputs {lens:?} at +{res} +{rq}, z at +{rz}, {shape}");
+                    let what =
+                        format!("update_two_outputs {lens:?} at +{res} +{rq}, z at +{rz}, {shape}");
                     let old = |k: usize, i: usize| before[k][at[k] + i];
-                    check(&p, &before[0], at[0], m, |i| old(0, i).wrapping_add(xs[i].wrapping_mul(ys[i])), &what);
-                    check(&q, &before[1], at[1], m, |i| old(1, i).wrapping_mul(zs[i]).wrapping_add(1), &what);
+                    check(
+                        &p,
+                        &before[0],
+                        at[0],
+                        m,
+                        |i| old(0, i).wrapping_add(xs[i].wrapping_mul(ys[i])),
+                        &what,
+                    );
+                    check(
+                        &q,
+                        &before[1],
+                        at[1],
+                        m,
+                        |i| old(1, i).wrapping_mul(zs[i]).wrapping_add(1),
+                        &what,
+                    );
                 }
             }
         }
