@@ -15,16 +15,28 @@ use offload_examples::kernels::reductions::{self, MinLoc};
 
 const SIZES: [usize; 7] = [0, 1, 31, 256, 257, 4099, 1_000_003];
 
-/// Launch shapes: the default, one thread, and shapes with partial warps, more threads than a
-/// block's combining area has slots of f64 (512), and more blocks than threads per block.
+/// Launch shapes: one thread, and shapes with partial warps, more threads than a block's
+/// combining area has slots of f64 (512), and more blocks than threads per block; the default
+/// shape (which differs between the host backend and a GPU) last, left out of the comparison of
+/// devices.
 fn shapes() -> Vec<Launch<'static>> {
     vec![
-        Launch::auto(),
         Launch::auto().grid(1).block(1),
         Launch::auto().grid(3).block(100),
         Launch::auto().grid(2).block(1024),
         Launch::auto().grid(700).block(64),
+        Launch::auto(),
     ]
+}
+
+/// The results at every explicit shape: the default shape's come last (see `shapes`), one per
+/// size and shape for `per_shape` results each.
+fn explicit_shapes_only(results: Vec<u64>, per_shape: usize) -> Vec<u64> {
+    let shapes = shapes().len();
+    results
+        .chunks(shapes * per_shape)
+        .flat_map(|size| size[..(shapes - 1) * per_shape].to_vec())
+        .collect()
 }
 
 fn on<'d>(device: &'d Device, shape: Launch<'static>) -> Launch<'d> {
@@ -266,12 +278,16 @@ mod gpu {
     #[test]
     fn f64_sums_match_cpu_and_host_bit_for_bit() {
         if let Some(gpu) = gpu("f64_sums_match_cpu_and_host_bit_for_bit") {
-            assert_eq!(super::f64_sums(&gpu), super::f64_sums(&Device::host()));
+            assert_eq!(
+                super::explicit_shapes_only(super::f64_sums(&gpu), 2),
+                super::explicit_shapes_only(super::f64_sums(&Device::host()), 2)
+            );
         }
     }
     #[test]
     fn integer_reductions_are_exact() {
         if let Some(gpu) = gpu("integer_reductions_are_exact") {
+            // Integers are exact: every shape, the default ones too, gives the CPU's result.
             assert_eq!(
                 super::integer_reductions(&gpu),
                 super::integer_reductions(&Device::host())

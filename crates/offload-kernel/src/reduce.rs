@@ -402,12 +402,10 @@ mod plain {
         crate::fence_device();
         let accs: Vec<T> = (0..threads)
             .map(|t| {
-                (t..blocks)
-                    .step_by(threads)
-                    .fold(Op::identity(), |acc, j| {
-                        // SAFETY: every block wrote its slot before counting itself done.
-                        Op::combine(acc, unsafe { partials.add(j).read() })
-                    })
+                (t..blocks).step_by(threads).fold(Op::identity(), |acc, j| {
+                    // SAFETY: every block wrote its slot before counting itself done.
+                    Op::combine(acc, unsafe { partials.add(j).read() })
+                })
             })
             .collect();
         let total = combine_values::<T, Op>(&accs);

@@ -11,13 +11,16 @@ use crate::wide_lanes::WideInputs;
 /// tuple of up to eight slices whose elements all have one size; the tuple's elements for a
 /// tuple), 16 bytes per load: together the threads of a launch visit every index below the
 /// shortest input's length once, whatever the launch shape. The aligned middle goes in 16-byte
-/// chunks: each block takes a contiguous region of them (an equal share, in block order), and
-/// its thread `t` takes chunks `t`, `t + B`, `t + 2B`, … of the region, four at a time. The
-/// unaligned ends go element by element, grid-stride; when the inputs sit at different offsets
-/// from a 16-byte boundary, everything goes element by element.
+/// chunks, in tiles of `max(4B, 1024)` chunks (`B` threads per block): tile `j` to block
+/// `j mod G` (`G` blocks), and in a tile thread `t` takes chunks `t`, `t + B`, …, four at a
+/// time. The unaligned ends go element by element, grid-stride; when the inputs sit at
+/// different offsets from a 16-byte boundary, everything goes element by element.
 ///
 /// A dot product: `for_each_mine_wide((x, y), |_, (x, y)| *total += x * y)` in a kernel taking
 /// `#[reduce(sum)] total: &mut f32`.
+/// Chunks per tile at least (16 KiB): a host block's contiguous run of its inputs.
+const TILE_CHUNKS: usize = 1024;
+
 #[inline(always)]
 pub fn for_each_mine_wide<I: WideInputs>(inputs: I, mut f: impl FnMut(usize, I::Elements)) {
     let size = I::ELEMENT_SIZE;
@@ -35,36 +38,42 @@ pub fn for_each_mine_wide<I: WideInputs>(inputs: I, mut f: impl FnMut(usize, I::
             f(at(c) + k, I::lane(x, k));
         }
     };
-    // Block b walks its own contiguous region of the chunks, its threads `B` chunks apart
-    // (coalesced on a GPU; on the host, where a block's threads run one after another, the
-    // region stays in cache between them).
+    // The chunks go in tiles of `tile`, tile j to block j mod G, so that on a GPU the blocks
+    // sweep the inputs together; block b's thread t takes chunks t, t + B, … of each of its
+    // tiles, four loads at a time (on the host, where a block's threads run one after another,
+    // each tile is a contiguous run that stays in cache between them).
     let (grid, block) = (crate::grid_dim(), crate::block_dim());
     let threads = block.count() as usize;
-    let region = cut.chunks.div_ceil(grid.count() as usize);
-    let start = crate::block_idx().linear_in(grid) * region;
-    let end = (start + region).min(cut.chunks);
-    let mut c = start + crate::thread_idx().linear_in(block);
-    // Every load first, then the elements: four 16-byte loads in flight per thread.
-    while c + 3 * threads < end {
-        // SAFETY: a chunk below `end` (see above).
-        let x0 = unsafe { inputs.load_chunks(at(c)) };
-        // SAFETY: a chunk below `end` (see above).
-        let x1 = unsafe { inputs.load_chunks(at(c + threads)) };
-        // SAFETY: a chunk below `end` (see above).
-        let x2 = unsafe { inputs.load_chunks(at(c + 2 * threads)) };
-        // SAFETY: a chunk below `end` (see above).
-        let x3 = unsafe { inputs.load_chunks(at(c + 3 * threads)) };
-        each(&mut f, c, &x0);
-        each(&mut f, c + threads, &x1);
-        each(&mut f, c + 2 * threads, &x2);
-        each(&mut f, c + 3 * threads, &x3);
-        c += 4 * threads;
-    }
-    while c < end {
-        // SAFETY: a chunk below `end` (see above).
-        let x = unsafe { inputs.load_chunks(at(c)) };
-        each(&mut f, c, &x);
-        c += threads;
+    let tile = (4 * threads).max(TILE_CHUNKS);
+    let t = crate::thread_idx().linear_in(block);
+    let mut base = crate::block_idx().linear_in(grid) * tile;
+    let step = grid.count() as usize * tile;
+    while base < cut.chunks {
+        let end = (base + tile).min(cut.chunks);
+        let mut c = base + t;
+        // Every load first, then the elements: four 16-byte loads in flight per thread.
+        while c + 3 * threads < end {
+            // SAFETY: chunks below `end` (see above).
+            let x0 = unsafe { inputs.load_chunks(at(c)) };
+            // SAFETY: as above.
+            let x1 = unsafe { inputs.load_chunks(at(c + threads)) };
+            // SAFETY: as above.
+            let x2 = unsafe { inputs.load_chunks(at(c + 2 * threads)) };
+            // SAFETY: as above.
+            let x3 = unsafe { inputs.load_chunks(at(c + 3 * threads)) };
+            each(&mut f, c, &x0);
+            each(&mut f, c + threads, &x1);
+            each(&mut f, c + 2 * threads, &x2);
+            each(&mut f, c + 3 * threads, &x3);
+            c += 4 * threads;
+        }
+        while c < end {
+            // SAFETY: as above.
+            let x = unsafe { inputs.load_chunks(at(c)) };
+            each(&mut f, c, &x);
+            c += threads;
+        }
+        base += step;
     }
     // The head and tail, numbered one after the other and shared out grid-stride too.
     let ends = cut.head + cut.tail;

@@ -48,7 +48,6 @@ pub(crate) struct OutputBackups {
 unsafe impl Sync for OutputBackups {}
 
 impl OutputBackups {
-
     /// The `bytes` at `ptr` are an output, to be saved before the kernel writes them.
     ///
     /// # Safety
@@ -76,7 +75,6 @@ impl OutputBackups {
 }
 
 impl SavedOutputs for OutputBackups {
-
     fn save_all(&self) {
         for o in &self.outputs {
             // SAFETY: per the contract of `add`, `bytes` readable bytes not written during this

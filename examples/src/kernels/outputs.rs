@@ -44,7 +44,8 @@ pub fn update_three_inputs(s: f32, b: &[f32], c: &[f32], d: &[f32], #[wide] y: &
 }
 
 /// Three `#[wide]` byte outputs from two inputs in one walk (bytes: the finest cut, 16 per
-/// chunk): `p = x + y`, `q = x ^ y`, `r = x * y`, wrapping.
+/// chunk): `p = x + y`, `q = x ^ y`, `r = x - y`, wrapping (no
+/// multiply, as below).
 #[offload::kernel]
 pub fn map_three_outputs(
     x: &[u8],
@@ -54,11 +55,12 @@ pub fn map_three_outputs(
     #[wide] r: &mut [u8],
 ) {
     (&mut p, &mut q, &mut r).map_mine_wide((x, y), |(x, y)| {
-        (x.wrapping_add(y), x ^ y, x.wrapping_mul(y))
+        (x.wrapping_add(y), x ^ y, x.wrapping_sub(y))
     });
 }
 
-/// Two `#[wide]` outputs updated from three inputs: `p += x * y`, `q = q * z + 1`, wrapping.
+/// Two `#[wide]` outputs updated from three inputs: `p += x ^ y`, `q = (q ^ z) + 1`, wrapping
+/// (bytes: no multiply, whose widened vectors LLVM 22's SPIR-V backend cannot lower).
 #[offload::kernel]
 pub fn update_two_outputs(
     x: &[u8],
@@ -68,9 +70,6 @@ pub fn update_two_outputs(
     #[wide] q: &mut [u8],
 ) {
     (&mut p, &mut q).update_mine_wide((x, y, z), |(p, q), (x, y, z)| {
-        (
-            p.wrapping_add(x.wrapping_mul(y)),
-            q.wrapping_mul(z).wrapping_add(1),
-        )
+        (p.wrapping_add(x ^ y), (q ^ z).wrapping_add(1))
     });
 }

@@ -230,7 +230,7 @@ pub fn wide_map_to_three_outputs_matches_cpu(device: &Device) {
                         &before[2],
                         at[2],
                         m,
-                        |i| xs[i].wrapping_mul(ys[i]),
+                        |i| xs[i].wrapping_sub(ys[i]),
                         &what,
                     );
                 }
@@ -274,7 +274,7 @@ pub fn wide_update_of_two_outputs_matches_cpu(device: &Device) {
                         &before[0],
                         at[0],
                         m,
-                        |i| old(0, i).wrapping_add(xs[i].wrapping_mul(ys[i])),
+                        |i| old(0, i).wrapping_add(xs[i] ^ ys[i]),
                         &what,
                     );
                     check(
@@ -282,7 +282,7 @@ pub fn wide_update_of_two_outputs_matches_cpu(device: &Device) {
                         &before[1],
                         at[1],
                         m,
-                        |i| old(1, i).wrapping_mul(zs[i]).wrapping_add(1),
+                        |i| (old(1, i) ^ zs[i]).wrapping_add(1),
                         &what,
                     );
                 }

@@ -639,6 +639,22 @@ void lowerMulWithOverflow(Module &M) {
   }
 }
 
+// LLVM 22's SPIR-V backend cannot select `freeze` (G_FREEZE), which the O3 pipeline forms (a
+// select on a comparison of loaded values, say, in a minimum with its index). SPIR-V has no
+// poison to stop: each freeze becomes its operand. Run after LLVM's optimizations, with the
+// mul-overflow lowering.
+void removeFreezes(Module &M) {
+  std::vector<FreezeInst *> Freezes;
+  for (Function &F : M)
+    for (Instruction &I : instructions(F))
+      if (auto *Freeze = dyn_cast<FreezeInst>(&I))
+        Freezes.push_back(Freeze);
+  for (FreezeInst *Freeze : Freezes) {
+    Freeze->replaceAllUsesWith(Freeze->getOperand(0));
+    Freeze->eraseFromParent();
+  }
+}
+
 struct OffloadSpirv : PassInfoMixin<OffloadSpirv> {
   PreservedAnalyses run(Module &M, ModuleAnalysisManager &) {
     Rewrite(M).run();
@@ -650,6 +666,7 @@ struct OffloadSpirv : PassInfoMixin<OffloadSpirv> {
 struct OffloadSpirvMulOverflow : PassInfoMixin<OffloadSpirvMulOverflow> {
   PreservedAnalyses run(Module &M, ModuleAnalysisManager &) {
     lowerMulWithOverflow(M);
+    removeFreezes(M);
     return PreservedAnalyses::none();
   }
   static bool isRequired() { return true; }

@@ -331,8 +331,11 @@ unsafe fn run_once(
         Some(threads) => {
             let total = grid.count() * block.count();
             let per_block = block.count();
+            // Whole blocks per task where a block fits in one (a reduction's block combines on
+            // its last thread), and at least a few tasks per worker for a small grid.
+            let spread = total.div_ceil(rayon::current_num_threads() as u64 * 4);
             let span = if per_block <= THREADS_PER_TASK {
-                THREADS_PER_TASK / per_block * per_block
+                (spread.min(THREADS_PER_TASK) / per_block).max(1) * per_block
             } else {
                 THREADS_PER_TASK
             };
