@@ -7,6 +7,9 @@ use crate::wide_cut::Cut;
 use crate::wide_element::WIDE_BYTES;
 use crate::wide_lanes::WideInputs;
 
+/// Chunks per tile at least (16 KiB): a host block's contiguous run of its inputs.
+const TILE_CHUNKS: usize = 1024;
+
 /// Call `f` with each index and the elements there of this thread's share of `inputs` (a slice, or a
 /// tuple of up to eight slices whose elements all have one size; the tuple's elements for a
 /// tuple), 16 bytes per load: together the threads of a launch visit every index below the
@@ -18,9 +21,6 @@ use crate::wide_lanes::WideInputs;
 ///
 /// A dot product: `for_each_mine_wide((x, y), |_, (x, y)| *total += x * y)` in a kernel taking
 /// `#[reduce(sum)] total: &mut f32`.
-/// Chunks per tile at least (16 KiB): a host block's contiguous run of its inputs.
-const TILE_CHUNKS: usize = 1024;
-
 #[inline(always)]
 pub fn for_each_mine_wide<I: WideInputs>(inputs: I, mut f: impl FnMut(usize, I::Elements)) {
     let size = I::ELEMENT_SIZE;
