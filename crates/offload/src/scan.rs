@@ -3,12 +3,12 @@
 //! Kernels only exist in a crate's kernels module, so a scan is instantiated there, once per
 //! element type and operation, by [`scan_kernel!`](crate::scan_kernel):
 //!
-//! ```ignore
+//! ```text
 //! // src/kernels.rs
 //! offload::scan_kernel!(pub scan_sum_u32(u32, offload::reduce::Sum));
 //! offload::scan_kernel!(pub scan_min_loc(MinLoc, offload::reduce::Own)); // a `Reduce` type
 //! ```
-//! ```ignore
+//! ```text
 //! // host code
 //! let x = DeviceVec::from_slice(&device, &data)?;
 //! let mut out = DeviceVec::zeroed(&device, x.len())?;
