@@ -59,7 +59,7 @@ proptest! {
         // The default shape differs between the host backend and a GPU, and so may the bits; so
         // does the 16-byte walk's cut where the host's `x` is not 16-byte aligned (the GPU's copy
         // is), as in block_sum's property.
-        let aligned = x.as_ptr() as usize % 16 == 0 && y.as_ptr() as usize % 16 == 0;
+        let aligned = (x.as_ptr() as usize).is_multiple_of(16) && (y.as_ptr() as usize).is_multiple_of(16);
         if let (Some(g), Some(_), true) = (gpu(), shape, aligned) {
             // A NaN (an overflow's inf - inf) may carry another payload on the GPU.
             prop_assert!(run(g).same_bits(&host), "GPU vs host backend");
