@@ -73,7 +73,6 @@ impl BlockResources {
 std::thread_local! {
     static BLOCK: Cell<*const BlockResources> = const { Cell::new(core::ptr::null()) };
     static SUSPEND: Cell<Option<*const dyn Fn(Group)>> = const { Cell::new(None) };
-    static PLAIN: Cell<bool> = const { Cell::new(false) };
 }
 
 /// The unwind payload of a GPU thread that reached a barrier, a warp operation or shared memory
@@ -89,21 +88,9 @@ pub(crate) fn needs_block_model() -> ! {
     std::panic::resume_unwind(std::boxed::Box::new(NeedsBlockModel))
 }
 
-/// Run `f` with this OS thread's GPU threads as plain calls (the host backend's fast path).
-pub(crate) fn as_plain_calls<R>(f: impl FnOnce() -> R) -> R {
-    struct Restore(bool);
-    impl Drop for Restore {
-        fn drop(&mut self) {
-            PLAIN.with(|p| p.set(self.0));
-        }
-    }
-    let _restore = Restore(PLAIN.with(|p| p.replace(true)));
-    f()
-}
-
 /// Whether the running GPU thread is a plain call, outside the block scheduler.
 pub(crate) fn runs_plain() -> bool {
-    PLAIN.with(Cell::get) && BLOCK.with(Cell::get).is_null()
+    crate::index::host_context::in_plain_calls() && BLOCK.with(Cell::get).is_null()
 }
 
 /// Make `block` the resources of the block this OS thread runs while `f` runs (the scheduler).
@@ -137,7 +124,7 @@ pub fn with_suspend<R>(suspend: &dyn Fn(Group), f: impl FnOnce() -> R) -> R {
 
 fn current_block() -> &'static BlockResources {
     let block = BLOCK.with(|b| b.get());
-    if block.is_null() && PLAIN.with(Cell::get) {
+    if block.is_null() && crate::index::host_context::in_plain_calls() {
         needs_block_model();
     }
     assert!(

@@ -372,13 +372,31 @@ mod arch {
     /// with its ids set, in order of global id.
     ///
     /// A barrier, warp operation or shared memory reached in such a call unwinds with
-    /// [`NeedsBlockModel`](crate::host_block::NeedsBlockModel).
+    /// `host_block::NeedsBlockModel`.
     #[inline(always)]
     pub fn run_threads(range: ThreadRange, may_run_as_one: bool, thread: impl FnMut()) {
         if range.first >= range.end {
             return;
         }
-        crate::host_block::as_plain_calls(|| run_plain(range, may_run_as_one, thread))
+        struct Restore(bool);
+        impl Drop for Restore {
+            fn drop(&mut self) {
+                PLAIN.with(|p| p.set(self.0));
+            }
+        }
+        let _restore = Restore(PLAIN.with(|p| p.replace(true)));
+        run_plain(range, may_run_as_one, thread)
+    }
+
+    std::thread_local! {
+        /// Whether this OS thread runs GPU threads as plain calls ([`run_threads`]).
+        static PLAIN: Cell<bool> = const { Cell::new(false) };
+    }
+
+    /// Whether this OS thread runs GPU threads as plain calls ([`run_threads`]), outside the
+    /// block scheduler.
+    pub(crate) fn in_plain_calls() -> bool {
+        PLAIN.with(Cell::get)
     }
 
     /// [`run_threads`] once the calls are marked plain.
@@ -480,6 +498,7 @@ mod arch {
 /// The host backend's handle on the thread context (not for kernels).
 #[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
 pub mod host_context {
+    pub(crate) use super::arch::in_plain_calls;
     pub use super::arch::{
         run_threads, warp_size, with_thread, NeedsThreadIds, ThreadContext, ThreadRange,
     };

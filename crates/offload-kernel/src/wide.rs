@@ -18,11 +18,11 @@
 //! written both ways in a launch. The `#[wide]` kernel-parameter attribute makes that a type rule:
 //! the body sees the output as a [`WideSlice`], which has no other way in.
 
-use crate::index::{ids_run, GridStride};
+use crate::index::GridStride;
 use crate::thread_slice::ThreadSlice;
 use crate::wide_cut::{save_cut, Cut};
-use crate::wide_element::{WideElement, WIDE_BYTES};
-use crate::wide_lanes::{OldValues, WideInputs, WideOutputs};
+use crate::wide_element::WideElement;
+use crate::wide_lanes::{walk_mine, OldValues, WideInputs, WideOutputs};
 use core::marker::PhantomData;
 use core::mem::size_of;
 
@@ -206,77 +206,6 @@ impl<T: WideElement> WideOutputs for &mut WideSlice<'_, T> {
         OldValues {
             ptr: self.raw_ptr(),
             len: self.len,
-        }
-    }
-}
-
-/// `outputs[i] = f(inputs[i])` for every index `i` this thread owns: the walk behind the
-/// methods above and [`WideOutputs`]'.
-#[inline(always)]
-#[track_caller]
-pub(crate) fn walk_mine<O: WideOutputs, I: WideInputs>(
-    mut outputs: O,
-    inputs: I,
-    f: impl Fn(I::Elements) -> O::Values,
-) {
-    const {
-        assert!(
-            O::ELEMENT_SIZE == I::ELEMENT_SIZE,
-            "wide walks: the inputs' and the outputs' elements must have the same size"
-        )
-    };
-    let size = O::ELEMENT_SIZE;
-    let len = outputs.shortest_len();
-    let paired = len.min(inputs.shortest_len());
-    let out = outputs.address();
-    let alike = (outputs.differing_bits(out) | inputs.differing_bits(out)) % WIDE_BYTES == 0;
-    let cut = Cut::of(out, alike, paired, size);
-    let lanes = WIDE_BYTES / size;
-    let (chunks, ends) = (GridStride::mine(cut.chunks, 0), cut.head + cut.tail);
-    let end_indices = GridStride::mine(ends, 0);
-    outputs.before_writing(&chunks, &end_indices, cut);
-    for c in chunks {
-        let at = cut.head + c * lanes;
-        // SAFETY: elements at..at+lanes lie within every slice (at + lanes <= head + chunks *
-        // lanes <= paired); `at` is 16-byte aligned in the first output (head reaches the first
-        // boundary) and so in every slice (same offset from a boundary). Chunk c is this
-        // thread's alone (c ≡ global_id mod global_threads) and the ends below hold no chunk
-        // element, so no other thread touches these elements.
-        unsafe {
-            let xs = inputs.load_chunks(at);
-            let mut ys = O::new_chunks();
-            for k in 0..lanes {
-                O::set_lane(&mut ys, k, f(I::lane(&xs, k)));
-            }
-            outputs.store_chunks(at, ys);
-        }
-    }
-    // The head and tail, numbered one after the other and shared out grid-stride too: a
-    // launch of fewer threads than end elements must still reach all of them.
-    for j in end_indices {
-        let i = if j < cut.head { j } else { paired - ends + j };
-        // SAFETY: i < paired, within every slice; end element j (hence i) is this thread's
-        // alone and no chunk contains it.
-        unsafe { outputs.store(i, f(inputs.load(i))) };
-    }
-    // Output elements past the end of a shorter input: the threads that own them in
-    // `iter_mine`'s order (i ≡ global_id mod global_threads) panic, as its loop would: the
-    // first of this call's threads that owns one.
-    if len > paired {
-        let (first, end, stride) = ids_run();
-        // Counted from `end - first`, which folds to 1 on GPUs (`end` is `first + 1`).
-        for id in (0..end - first).map(|k| first + k) {
-            let past = if id >= paired {
-                id
-            } else {
-                id + (paired - id).div_ceil(stride) * stride
-            };
-            if past < len {
-                panic!(
-                    "index out of bounds: the len is {} but the index is {}",
-                    paired, past
-                );
-            }
         }
     }
 }
