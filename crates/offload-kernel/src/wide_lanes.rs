@@ -384,49 +384,6 @@ tuple_outputs!(A 0, B 1, C 2, D 3, E 4, F 5);
 tuple_outputs!(A 0, B 1, C 2, D 3, E 4, F 5, G 6);
 tuple_outputs!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7);
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[repr(C, align(16))]
-    struct Aligned([u32; 12]);
-
-    #[test]
-    fn tuples_are_as_short_and_as_aligned_as_their_members() {
-        let x = Aligned(core::array::from_fn(|i| i as u32));
-        let (a, b, c) = (&x.0[1..], &x.0[5..12], &x.0[2..]);
-        let inputs = (a, (b, a));
-        assert_eq!(inputs.shortest_len(), 7);
-        // a and b both start 4 bytes past a boundary, c 8.
-        let base = x.0.as_ptr() as usize;
-        assert_eq!(inputs.differing_bits(base + 4) % 16, 0);
-        assert_ne!(inputs.differing_bits(base) % 16, 0);
-        assert_ne!((a, c).differing_bits(base + 4) % 16, 0);
-        assert_ne!((c, a).differing_bits(base + 8) % 16, 0);
-        // SAFETY: elements 3..7 of each member lie within it and start at a 16-byte boundary of
-        // `x` (its element 4 for a, 8 for b); index 5 is below every length.
-        let (chunks, one) = unsafe { (inputs.load_chunks(3), inputs.load(5)) };
-        assert_eq!(<(&[u32], (&[u32], &[u32]))>::lane(&chunks, 3), (7, (11, 7)));
-        assert_eq!(one, (6, (10, 6)));
-    }
-
-    #[test]
-    fn old_values_read_the_output_itself() {
-        let x = Aligned(core::array::from_fn(|i| 10 * i as u32));
-        let old = OldValues {
-            ptr: x.0[4..].as_ptr(),
-            len: 8,
-        };
-        let base = x.0.as_ptr() as usize;
-        assert_eq!(old.differing_bits(base) % 16, 0);
-        assert_ne!(old.differing_bits(base + 4) % 16, 0);
-        // SAFETY: elements 4..8 of the view lie within it, 16-byte aligned; 7 < len.
-        let (chunks, one) = unsafe { (old.load_chunks(4), old.load(7)) };
-        assert_eq!(OldValues::<u32>::lane(&chunks, 1), 90);
-        assert_eq!(one, 110);
-    }
-}
-
 /// `outputs[i] = f(inputs[i])` for every index `i` this thread owns: the walk behind
 /// [`WideSlice`](crate::WideSlice)'s methods and [`WideOutputs`]'.
 #[inline(always)]
@@ -495,5 +452,48 @@ pub(crate) fn walk_mine<O: WideOutputs, I: WideInputs>(
                 );
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[repr(C, align(16))]
+    struct Aligned([u32; 12]);
+
+    #[test]
+    fn tuples_are_as_short_and_as_aligned_as_their_members() {
+        let x = Aligned(core::array::from_fn(|i| i as u32));
+        let (a, b, c) = (&x.0[1..], &x.0[5..12], &x.0[2..]);
+        let inputs = (a, (b, a));
+        assert_eq!(inputs.shortest_len(), 7);
+        // a and b both start 4 bytes past a boundary, c 8.
+        let base = x.0.as_ptr() as usize;
+        assert_eq!(inputs.differing_bits(base + 4) % 16, 0);
+        assert_ne!(inputs.differing_bits(base) % 16, 0);
+        assert_ne!((a, c).differing_bits(base + 4) % 16, 0);
+        assert_ne!((c, a).differing_bits(base + 8) % 16, 0);
+        // SAFETY: elements 3..7 of each member lie within it and start at a 16-byte boundary of
+        // `x` (its element 4 for a, 8 for b); index 5 is below every length.
+        let (chunks, one) = unsafe { (inputs.load_chunks(3), inputs.load(5)) };
+        assert_eq!(<(&[u32], (&[u32], &[u32]))>::lane(&chunks, 3), (7, (11, 7)));
+        assert_eq!(one, (6, (10, 6)));
+    }
+
+    #[test]
+    fn old_values_read_the_output_itself() {
+        let x = Aligned(core::array::from_fn(|i| 10 * i as u32));
+        let old = OldValues {
+            ptr: x.0[4..].as_ptr(),
+            len: 8,
+        };
+        let base = x.0.as_ptr() as usize;
+        assert_eq!(old.differing_bits(base) % 16, 0);
+        assert_ne!(old.differing_bits(base + 4) % 16, 0);
+        // SAFETY: elements 4..8 of the view lie within it, 16-byte aligned; 7 < len.
+        let (chunks, one) = unsafe { (old.load_chunks(4), old.load(7)) };
+        assert_eq!(OldValues::<u32>::lane(&chunks, 1), 90);
+        assert_eq!(one, 110);
     }
 }
