@@ -180,6 +180,19 @@ impl Device {
         self.shared.loaded.entry(&self.shared.backend, kernel)
     }
 
+    /// How many blocks of `entry`, of `threads` threads and `dynamic_shared` bytes each, one of
+    /// the device's multiprocessors runs at once; `None` where its driver cannot say.
+    pub(crate) fn resident_blocks(
+        &self,
+        entry: &Entry,
+        threads: u32,
+        dynamic_shared: u32,
+    ) -> Result<Option<u32>> {
+        self.shared
+            .backend
+            .resident_blocks(entry.handle, threads, dynamic_shared)
+    }
+
     /// The generation of the code loaded on the device (see `crate::prepared`).
     pub(crate) fn code_generation(&self) -> u64 {
         self.shared.loaded.generation()

@@ -133,8 +133,34 @@ impl<'d> Launch<'d> {
     ) -> Result<(Shape, Entry)> {
         let shape = self.shape_on(kernel, device, items)?;
         let entry = device.entry(kernel)?;
-        check_fits_entry(kernel, device, shape, &entry)?;
+        let shape = self.fit_entry(kernel, device, shape, &entry)?;
         Ok((shape, entry))
+    }
+
+    /// `shape` (from `shape_on`) checked against `kernel`'s entry on `device`. A reduction's
+    /// default grid is cut to the blocks the device runs at once, counting the entry's registers
+    /// and shared memory: its blocks each walk an equal share of the data, and blocks beyond
+    /// those would run as a second, partial wave that leaves most of the device idle.
+    pub(crate) fn fit_entry(
+        &self,
+        kernel: &'static Kernel,
+        device: &Device,
+        mut shape: Shape,
+        entry: &Entry,
+    ) -> Result<Shape> {
+        check_fits_entry(kernel, device, shape, entry)?;
+        if self.grid.is_none() && kernel.share == ThreadShare::Reduction {
+            let threads = shape.block.count() as u32;
+            if let Some(per_multiprocessor) =
+                device.resident_blocks(entry, threads, shape.dynamic_shared)?
+            {
+                let resident =
+                    device.limits().multiprocessors as u64 * per_multiprocessor.max(1) as u64;
+                let blocks = shape.grid.count().min(resident) as u32;
+                shape.grid = Dim3::new(blocks, 1, 1);
+            }
+        }
+        Ok(shape)
     }
 
     /// What a default grid is sized from among `args` (`default_items`); zero when the launch
@@ -305,7 +331,7 @@ fn default_items(args: &[KernelArg<'_>]) -> (u64, u64) {
 }
 
 /// `check_entry` for a launch of `kernel` on `device`, as the launch's error.
-pub(crate) fn check_fits_entry(
+fn check_fits_entry(
     kernel: &'static Kernel,
     device: &Device,
     shape: Shape,
@@ -620,6 +646,29 @@ pub(crate) mod tests {
             assert_eq!(shape(&FILL), (1 << 20) / 256);
             assert_eq!(shape(&SCATTER), (1 << 20) / 256);
             assert_eq!(shape(&STRIPS), (1 << 20) / (256 * 16));
+        }
+
+        static REDUCTION: Kernel = Kernel {
+            share: ThreadShare::Reduction,
+            ..kernel("fill", &GOOD)
+        };
+
+        #[test]
+        fn a_reductions_default_grid_holds_the_blocks_the_device_runs_at_once() {
+            let (_gpu, device) = mock();
+            let mut out = vec![0f64; 1 << 20];
+            let args = [KernelArg::slice_mut(&mut out)];
+            let grid = |kernel, launch: Launch<'_>| {
+                let (shape, _) = launch.prepare(kernel, &device, launch.items_of(&args)).unwrap();
+                shape.grid.x
+            };
+            // The mock's 128 registers a thread: 2 blocks of 256 on each of its 4
+            // multiprocessors, where their threads alone would allow 8.
+            assert_eq!(grid(&REDUCTION, Launch::on(&device)), 4 * 2);
+            assert_eq!(grid(&REDUCTION, Launch::on(&device).block(128)), 4 * 4);
+            // A grid the launch gives, and other kernels' default grids, stay as they are.
+            assert_eq!(grid(&REDUCTION, Launch::on(&device).grid(100)), 100);
+            assert_eq!(grid(&FILL, Launch::on(&device)), (1 << 20) / (256 * 4));
         }
 
         /// A launch made while the thread's kept launches are in use (inside another launch) gets

@@ -15,7 +15,7 @@
 //! launch with `Err(Released)`.
 
 use crate::kernel::{Kernel, KernelArg};
-use crate::launch::{check_arguments, check_fits_entry, Launch};
+use crate::launch::{check_arguments, Launch};
 use crate::prepared::KeptLaunch;
 use crate::stream::Stream;
 use crate::{Error, Result};
@@ -77,7 +77,9 @@ impl PreparedEnqueue<'_> {
         let items = self.launch.items_of(args);
         if items != self.items {
             let shape = self.launch.shape_on(self.kernel, device, items)?;
-            check_fits_entry(self.kernel, device, shape, &self.kept.entry)?;
+            let shape = self
+                .launch
+                .fit_entry(self.kernel, device, shape, &self.kept.entry)?;
             (self.kept.shape, self.items) = (shape, items);
         }
         self.stream.queue_kernel(self.kernel, &mut self.kept, args)

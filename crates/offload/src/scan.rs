@@ -27,7 +27,7 @@
 //! the scan of each tile from its offset. An input of one tile takes one launch.
 //!
 //! **Determinism.** Every combine happens in an order fixed by the element type, the threads
-//! per block and the tile length ([`Scan::block`], [`Scan::tile`]; by default 256 threads and a
+//! per block and the tile length ([`Scan::block`], [`Scan::tile`]; by default 128 threads and a
 //! tile length that depends on the input's length only), never by the warp width or timing,
 //! and no atomics are used: the result is the same bits from run to run, and on the host
 //! backend and on any GPU for the same shape. Integer sums wrap; `min`/`max` of floats ignore
@@ -73,10 +73,13 @@ mod host {
     }
 
     /// Threads per block of a scan by default.
-    pub const DEFAULT_BLOCK: u32 = 256;
+    pub const DEFAULT_BLOCK: u32 = 128;
+    /// Chunks (a block's pass over its staging memory) per tile at least, by default: a block
+    /// scans several chunks, so that fewer tiles pass through the middle launch.
+    const DEFAULT_TILE_CHUNKS: usize = 4;
     /// At most this many tiles by default: the one block that scans their totals takes a few
     /// chunks at most.
-    const DEFAULT_MAX_TILES: usize = 8192;
+    const DEFAULT_MAX_TILES: usize = 32768;
 
     impl Scan {
         /// `out[i] = x[0] ⊕ … ⊕ x[i-1]`, `out[0]` the identity.
@@ -143,7 +146,7 @@ mod host {
                     })
                 }
                 Some(tile) => tile,
-                None => chunk * len.div_ceil(chunk * DEFAULT_MAX_TILES).max(1),
+                None => chunk * len.div_ceil(chunk * DEFAULT_MAX_TILES).max(DEFAULT_TILE_CHUNKS),
             };
             Ok((block, tile))
         }

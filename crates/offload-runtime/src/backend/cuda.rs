@@ -510,6 +510,26 @@ impl Backend for CudaBackend {
         })
     }
 
+    fn resident_blocks(
+        &self,
+        entry: EntryHandle,
+        threads: u32,
+        dynamic_shared: u32,
+    ) -> Result<Option<u32>> {
+        self.bind()?;
+        // SAFETY: the handle comes from `find_entry`, of a module that stays loaded until the
+        // device is released (`bind` checked that).
+        let blocks = unsafe {
+            result::occupancy::max_active_block_per_multiprocessor(
+                entry.0 as sys::CUfunction,
+                threads as i32,
+                dynamic_shared as usize,
+            )
+        }
+        .map_err(self.driver_error("reading the kernel's occupancy"))?;
+        Ok(Some(blocks.max(0) as u32))
+    }
+
     fn find_global(&self, image: ImageHandle, name: &str) -> Result<Option<(DevicePtr, usize)>> {
         self.bind()?;
         let Ok(c_name) = CString::new(name) else {

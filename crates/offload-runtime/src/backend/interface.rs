@@ -201,6 +201,17 @@ pub trait Backend: Send + Sync + 'static {
     fn find_entry(&self, image: ImageHandle, name: &str) -> Result<EntryHandle>;
     /// What an entry can be launched with.
     fn entry_limits(&self, entry: EntryHandle) -> Result<EntryLimits>;
+    /// How many blocks of `entry`, of `threads` threads and `dynamic_shared` bytes each, one
+    /// multiprocessor runs at once, its registers and shared memory counted; `None` where the
+    /// driver cannot say.
+    fn resident_blocks(
+        &self,
+        _entry: EntryHandle,
+        _threads: u32,
+        _dynamic_shared: u32,
+    ) -> Result<Option<u32>> {
+        Ok(None)
+    }
     /// The device global `name` of a loaded image, with its size in bytes; `None` if it has none.
     fn find_global(&self, image: ImageHandle, name: &str) -> Result<Option<(DevicePtr, usize)>>;
 

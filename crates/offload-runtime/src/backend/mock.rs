@@ -295,6 +295,15 @@ impl Backend for MockGpu {
             static_shared: 1024,
         })
     }
+    /// As a GPU with 64 K registers per multiprocessor would say of the entry's 128 a thread.
+    fn resident_blocks(
+        &self,
+        _entry: EntryHandle,
+        threads: u32,
+        _dynamic_shared: u32,
+    ) -> Result<Option<u32>> {
+        Ok(Some(65536 / (128 * threads.max(1))))
+    }
     fn find_global(&self, image: ImageHandle, name: &str) -> Result<Option<(DevicePtr, usize)>> {
         let (record, flag_ptr) = self.globals.lock().unwrap()[image.0 as usize];
         Ok(match name {
