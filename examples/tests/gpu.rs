@@ -40,7 +40,6 @@ gpu_test!(generic_axpy_matches_cpu);
 gpu_test!(const_generic_matmul_matches_cpu);
 gpu_test!(raw_pointer_kernel_maps_the_pointee);
 gpu_test!(in warps: warp_operations_match_a_cpu_model);
-gpu_test!(in warps: dot_product_with_warp_sums_and_an_atomic);
 gpu_test!(in outputs: tuple_of_three_outputs_matches_cpu);
 gpu_test!(in outputs: tuple_of_four_output_views_matches_cpu);
 gpu_test!(in outputs: wide_update_with_three_inputs_matches_cpu);

@@ -50,7 +50,6 @@ host_test!(
 );
 host_test!(
     in warps: warp_operations_match_a_cpu_model,
-    dot_product_with_warp_sums_and_an_atomic,
 );
 
 /// Host launches run warps of 32 lanes, or of 64 (AMD's wavefronts) under
@@ -305,14 +304,13 @@ fn kernels_without_block_level_operations_run_without_the_scheduler() {
     for kernel in independent {
         assert!(kernel.threads_independent(), "{}", kernel.name);
     }
-    let block_level: [&Kernel; 9] = [
+    let block_level: [&Kernel; 8] = [
         &block::reverse_chunks::KERNEL,
         &block::reverse_chunks_dynamic::KERNEL,
         &block::barrier_after_early_return::KERNEL,
         &block::block_sum::KERNEL,
         &warps::warp_operations::KERNEL,
         &warps::divergent_warp_sum::KERNEL,
-        &warps::dot::KERNEL,
         &views::reverse_tiles::KERNEL,
         &sgemm_tf32::sgemm_tf32x3::KERNEL,
     ];

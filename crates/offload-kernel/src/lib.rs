@@ -86,7 +86,7 @@ pub use index::{
     GridStride,
 };
 pub use mine_with::{MineOutputs, MineWith, MineZip};
-pub use reduce::Reduce;
+pub use reduce::{block_reduce, Reduce};
 pub use scatter::{Scatter, ScatterIndex, Scattered};
 pub use shared::{dynamic_shared, SharedSlice, SHARED_ALIGN};
 pub use stencil::{

@@ -147,14 +147,21 @@ const fn slots<T>() -> usize {
     1 << (usize::BITS - 1 - fit.leading_zeros())
 }
 
-/// Combine `mine`, each thread's value, over the block. The block's total in thread 0 (the identity elsewhere). Every
-/// thread of the block calls it.
+/// `mine`, each thread's value, combined over the block: the block's total in its first thread
+/// (linear thread 0), the identity in the others. Every thread of the block calls it, as it calls
+/// `sync_threads` (it waits at barriers). A block's partial sum in one line:
+/// `let total = block_reduce::<Sum, _>(mine);` — the same bits on every backend for the same
+/// block size, whatever the warp width.
 ///
-/// The order: threads `t >= S` (`S` slots, a power of two) fold into slot `t % S` one group of
-/// `S` threads after another; then the slots combine as a tree, slot `i` with slot
-/// `i + stride`, `stride` halving from half the slots in use (rounded up to a power of two).
+/// The order: threads `t >= S` (`S` slots, the largest power of two of `T` in 4 KiB) fold into
+/// slot `t % S` one group of `S` threads after another; then the slots combine as a tree, slot
+/// `i` with slot `i + stride`, `stride` halving from half the slots in use (rounded up to a
+/// power of two).
+///
+/// # Panics
+/// At compile time, for a `T` over 4 KiB.
 #[inline(always)]
-fn combine_block<T: DeviceCopy, Op: ReduceOp<T>>(mine: T) -> T {
+pub fn block_reduce<Op: ReduceOp<T>, T: DeviceCopy>(mine: T) -> T {
     let area = crate::shared!([Cell; CELLS]);
     let slot = area.as_ptr() as *mut T;
     let capacity = const { slots::<T>() };
@@ -205,7 +212,7 @@ fn combine_block<T: DeviceCopy, Op: ReduceOp<T>>(mine: T) -> T {
 }
 
 /// Combine every thread's `mine` over the launch and fold the total into `*target`:
-/// `*target = op(*target, total)`. Each block's total (see [`combine_block`]) goes to its slot of
+/// `*target = op(*target, total)`. Each block's total (see [`block_reduce`]) goes to its slot of
 /// `scratch`; the last block to finish combines the `blocks` slots, thread `t` folding slots
 /// `t, t + B, t + 2B, …` in order, then as a block again. Every thread of the launch calls it,
 /// after the kernel body.
@@ -227,7 +234,7 @@ pub unsafe fn combine_launch<T: DeviceCopy, Op: ReduceOp<T>>(
         // SAFETY: the caller's contract.
         return unsafe { plain::combine_launch::<T, Op>(mine, scratch, blocks, target) };
     }
-    let block_total = combine_block::<T, Op>(mine);
+    let block_total = block_reduce::<Op, T>(mine);
     let first = thread_idx().linear_in(block_dim()) == 0;
     let grid = grid_dim();
     assert!(
@@ -271,7 +278,7 @@ pub unsafe fn combine_launch<T: DeviceCopy, Op: ReduceOp<T>>(
         acc = Op::combine(acc, unsafe { partials.add(j).read_volatile() });
         j += threads;
     }
-    let total = combine_block::<T, Op>(acc);
+    let total = block_reduce::<Op, T>(acc);
     if first {
         // SAFETY: only thread 0 of the last block writes the target, once, per the contract.
         unsafe { target.write(Op::combine(target.read(), total)) };
@@ -282,7 +289,7 @@ pub unsafe fn combine_launch<T: DeviceCopy, Op: ReduceOp<T>>(
 
 /// The same combination on the host backend's fast path, where a block's threads run one after
 /// another as plain calls on one OS thread: each thread's value is kept until the block's last
-/// thread, which combines them in `combine_block`'s order, and then does the grid's part as the
+/// thread, which combines them in `block_reduce`'s order, and then does the grid's part as the
 /// block's thread 0 would. A block whose threads do not all run here, in order, goes to the block
 /// scheduler (`NeedsBlockModel`).
 #[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
@@ -305,7 +312,7 @@ mod plain {
         static PENDING: RefCell<Vec<Pending>> = const { RefCell::new(Vec::new()) };
     }
 
-    /// `combine_block` of `values` (thread `t`'s at index `t`), one step after another.
+    /// `block_reduce` of `values` (thread `t`'s at index `t`), one step after another.
     fn combine_values<T: DeviceCopy, Op: ReduceOp<T>>(values: &[T]) -> T {
         let capacity = slots::<T>();
         let used = values.len().min(capacity);

@@ -72,62 +72,20 @@ pub fn barrier_after_early_return(out: &mut [u32]) {
 }
 
 /// Sums `x` into one partial sum per block: `partial[b]` is block `b`'s sum (`partial` holds one
-/// element per block). Each thread accumulates a grid-stride share of `x` in 16-byte loads, then
-/// the block adds its threads' sums in shared memory. Sum the partials for the total. For a
-/// given launch shape and alignment of `x` (device allocations, and glibc's for large `Vec`s, are
-/// 16-byte aligned) the result is the same, bit for bit, on every backend.
+/// element per block). Each thread adds its share of `x` (16-byte loads), the block combines its
+/// threads' sums (`block_reduce`), and the block's first thread writes them: `#[tile(1)]` gives
+/// block `b` element `b`. Sum the partials for the total, or let `#[reduce(sum)]` do all of it
+/// (`reductions::sum_f32`). For a given launch shape and alignment of `x` the result is the same,
+/// bit for bit, on every backend.
 #[offload::kernel]
-pub fn block_sum(x: &[f32], partial: &mut [f32]) {
-    let sums = offload::shared!([f32; 1024]);
-    let gid = global_id();
-    let stride = global_threads();
-    // SAFETY: F32x4 is four f32 with a stricter alignment; align_to only yields aligned chunks.
-    let (head, body, tail) = unsafe { x.align_to::<F32x4>() };
-    let mut acc = [0.0f32; 4];
-    let mut i = gid;
-    // Two independent 16-byte loads per iteration keep more reads in flight.
-    while i + stride < body.len() {
-        let (a, b) = (body[i].0, body[i + stride].0);
-        for (k, acc) in acc.iter_mut().enumerate() {
-            *acc += a[k] + b[k];
+pub fn block_sum(x: &[f32], #[tile(1)] partial: &mut [f32]) {
+    let mut mine = 0.0f32;
+    for_each_mine_wide(x, |_, x| mine += x);
+    let total = block_reduce::<offload::reduce::Sum, _>(mine);
+    if let Some(mut tile) = partial.iter_mine().next() {
+        for (_, partial) in tile.iter_mine() {
+            *partial = total;
         }
-        i += 2 * stride;
-    }
-    if i < body.len() {
-        let a = body[i].0;
-        for (k, acc) in acc.iter_mut().enumerate() {
-            *acc += a[k];
-        }
-    }
-    let mut mine = (acc[0] + acc[1]) + (acc[2] + acc[3]);
-    // The unaligned ends (up to 3 elements each) grid-stride too: a launch of fewer threads
-    // than that must still count every element.
-    for end in [head, tail] {
-        let mut j = gid;
-        while j < end.len() {
-            mine += end[j];
-            j += stride;
-        }
-    }
-    sums.write_mine(mine);
-    sync_threads();
-    let n = block_dim().count() as usize;
-    let t = thread_idx().linear_in(block_dim());
-    let mut width = n.next_power_of_two() / 2;
-    while width > 0 {
-        if t < width && t + width < n {
-            // SAFETY: in this step thread t alone writes slot t and reads slot t+width, which no
-            // thread writes in this step (t+width >= width); the barriers separate the steps.
-            unsafe { sums.write(t, sums.read(t) + sums.read(t + width)) };
-        }
-        sync_threads();
-        width /= 2;
-    }
-    if t == 0 {
-        let b = block_idx().linear_in(grid_dim());
-        // SAFETY: slot 0 holds the block's sum (after the last barrier); element b of `partial`
-        // is written by thread 0 of block b only.
-        unsafe { *partial.at(b) = sums.read(0) };
     }
 }
 

@@ -79,18 +79,3 @@ pub fn divergent_warp_sum(out: &mut [i32]) {
         *out = v;
     }
 }
-
-/// `total[0] += Σ x[i]·y[i]` in f64: each thread sums its grid-stride share, each warp combines
-/// its threads' sums with a shuffle reduction, and one lane per warp adds that to the total
-/// atomically (the order of those additions varies from run to run, so the last bits may too).
-#[offload::kernel]
-pub fn dot(x: &[f32], y: &[f32], total: &[Atomic<f64>]) {
-    let mut partial = 0.0f64;
-    for i in grid_stride(x.len()) {
-        partial += x[i] as f64 * y[i] as f64;
-    }
-    let warp_total = warp_sum(partial);
-    if lane_id() == 0 {
-        total[0].fetch_add(warp_total);
-    }
-}

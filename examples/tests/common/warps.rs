@@ -1,9 +1,9 @@
 //! Warp operations against a CPU model of a warp (of the device's width), shared by the
 //! host-backend and GPU suites.
 
-use super::{floats, ints};
+use super::ints;
 use offload::{BackendKind, Device, Dim3, Error, Launch};
-use offload_examples::kernels::warps::{dot, warp_operations, WarpResults};
+use offload_examples::kernels::warps::{warp_operations, WarpResults};
 
 /// `op` over the live lanes as `offload::warp_reduce` combines them: a butterfly for a full warp
 /// of `warp` lanes (lane 0's result), else in increasing lane order.
@@ -172,39 +172,6 @@ pub fn warp_operations_match_the_model(
             (g, g.float.to_bits(), g.float_sum.to_bits()),
             (&e, e.float.to_bits(), e.float_sum.to_bits()),
             "thread {t}, grid {grid} block {block}, {live} live lanes, on {}",
-            device.name()
-        );
-    }
-}
-
-/// Warp sums feeding one atomic total: the dot product equals the CPU's up to the rounding of
-/// the (unordered) f64 additions, for several launch shapes, including partial warps.
-pub fn dot_product_with_warp_sums_and_an_atomic(device: &Device) {
-    let n = 1_000_003;
-    let (x, y) = (floats(n, 60), floats(n, 61));
-    let expected: f64 = x.iter().zip(&y).map(|(&a, &b)| a as f64 * b as f64).sum();
-    for shape in [
-        None,
-        Some((Dim3::new(7, 1, 1), Dim3::new(48, 1, 1))),
-        Some((Dim3::new(3, 2, 1), Dim3::new(8, 4, 3))),
-    ] {
-        let launch = match shape {
-            None => Launch::on(device),
-            Some((grid, block)) => Launch::on(device).grid(grid).block(block),
-        };
-        let mut total = [0.5f64];
-        let result = dot::launch(launch, &x, &y, &mut total);
-        match shape {
-            Some((_, block)) if refuses_warp_block(device, block) => {
-                assert_refused(result, block);
-                continue;
-            }
-            _ => result.unwrap(),
-        }
-        let got = total[0] - 0.5;
-        assert!(
-            (got - expected).abs() <= 1e-9 * n as f64,
-            "{got} vs {expected} on {}",
             device.name()
         );
     }

@@ -119,8 +119,10 @@ proptest! {
     }
 }
 
-/// `partial` against the per-block sums of `x` split as `block_sum` splits it: `head` elements,
-/// `chunks` 16-byte chunks and then the tail, each grid-stride over the threads.
+/// `partial` against the per-block sums of `x` split as `block_sum` (`for_each_mine_wide`) splits
+/// it: `head` elements, `chunks` 16-byte chunks in tiles of `max(4B, 1024)` chunks (tile `j` to
+/// block `j mod G`), then the tail; the head and tail elements, numbered one after the other,
+/// grid-stride over the threads.
 fn check_block_sums(
     x: &[f32],
     head: usize,
@@ -128,21 +130,21 @@ fn check_block_sums(
     per_block: usize,
     partial: &[f32],
 ) -> Result<(), TestCaseError> {
-    let threads = per_block * partial.len();
-    let owner = |e: usize| {
-        if e < head {
-            e % threads
-        } else if e < head + 4 * chunks {
-            (e - head) / 4 % threads
+    let blocks = partial.len();
+    let tile = (4 * per_block).max(1024);
+    let owner_block = |e: usize| {
+        if e >= head && e < head + 4 * chunks {
+            (e - head) / 4 / tile % blocks
         } else {
-            (e - head - 4 * chunks) % threads
+            let j = if e < head { e } else { e - 4 * chunks };
+            j % (per_block * blocks) / per_block
         }
     };
     let mut exact = vec![0.0f64; partial.len()];
     let mut magnitude = vec![0.0f64; partial.len()];
     let mut terms = vec![0usize; partial.len()];
     for (e, &v) in x.iter().enumerate() {
-        let b = owner(e) / per_block;
+        let b = owner_block(e);
         exact[b] += v as f64;
         magnitude[b] += v.abs() as f64;
         terms[b] += 1;
