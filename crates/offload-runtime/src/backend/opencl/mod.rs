@@ -4,7 +4,8 @@
 //! time, so a machine without it just has no devices here.
 //!
 //! `sys` is the raw C interface (the loader's entry points and each platform's USM ones),
-//! `program` which images a device runs and building one (`clCreateProgramWithIL`), `device`
+//! `program` which images a device runs and building one (`clCreateProgramWithIL`),
+//! `program_cache` the built programs kept on disk between processes, `device`
 //! the plugin behind [`Backend`] (USM device memory, blocking copies, in-order queues, launches
 //! from the packed parameters), `event` queue events. No launch recording: graphs replay their
 //! launches one by one above the plugin.
@@ -16,6 +17,7 @@ mod device;
 mod event;
 mod platform;
 mod program;
+mod program_cache;
 mod sys;
 
 pub use device::OpenClBackend;

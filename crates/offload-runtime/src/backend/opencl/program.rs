@@ -1,6 +1,7 @@
-//! Which images an OpenCL device runs (SPIR-V, through `clCreateProgramWithIL`), building one,
-//! and which of its kernels require a sub-group size (offload's warp kernels: 32).
+//! Which images an OpenCL device runs (SPIR-V, through `clCreateProgramWithIL`), building one
+//! (through the program cache), and which of its kernels require a sub-group size (offload's warp kernels: 32).
 
+use crate::backend::opencl::program_cache::{self, Entry};
 use crate::backend::opencl::sys::{self, Api, Handle};
 use crate::image::{DeviceImage, ImageFormat};
 use std::ffi::CString;
@@ -17,7 +18,9 @@ pub fn rank(image: &DeviceImage) -> Option<u32> {
     (image.format == ImageFormat::Spirv).then_some(1)
 }
 
-/// A program built from `spirv` for `device`; `Err` with the build log when it fails.
+/// A program built from `spirv` for `device`; `Err` with the build log when it fails. The binary
+/// the driver built is kept in the program cache (`program_cache`), and a later load, in this
+/// process or another, builds from it instead of compiling the SPIR-V again.
 ///
 /// # Safety
 /// `context` and `device` are live objects of `api`, the device in the context.
@@ -27,12 +30,105 @@ pub unsafe fn build(
     device: Handle,
     spirv: &[u8],
 ) -> Result<Handle, String> {
+    // SAFETY: the contract.
+    let entry = unsafe { cache_entry(api, device, spirv) };
+    if let Some(binary) = entry.as_ref().and_then(Entry::read) {
+        // SAFETY: the contract.
+        match unsafe { create_and_build(api, context, device, Source::Binary(&binary)) } {
+            Ok(program) => {
+                tracing::debug!(entry = %entry_path(&entry), "OpenCL program from the cache");
+                return Ok(program);
+            }
+            Err(e) => tracing::debug!(error = %e, "OpenCL refused a cached program: rebuilt"),
+        }
+    }
+    // SAFETY: the contract.
+    let program = unsafe { create_and_build(api, context, device, Source::Il(spirv)) }?;
+    if let Some(entry) = &entry {
+        // SAFETY: a program built for one device, `device`.
+        let kept = unsafe { binary(api, program) }
+            .and_then(|b| entry.write(&b).map_err(|e| e.to_string()));
+        if let Err(e) = kept {
+            tracing::debug!(entry = %entry.path().display(), error = %e, "OpenCL program not cached");
+        }
+    }
+    Ok(program)
+}
+
+fn entry_path(entry: &Option<Entry>) -> String {
+    entry
+        .as_ref()
+        .map(|e| e.path().display().to_string())
+        .unwrap_or_default()
+}
+
+/// The cache entry of `spirv` on `device` (named by the device, its OpenCL version and its
+/// driver's), or `None` when the cache is off or the device cannot say who it is.
+///
+/// # Safety
+/// `device` is a device of `api`.
+unsafe fn cache_entry(api: &Api, device: Handle, spirv: &[u8]) -> Option<Entry> {
+    let dir = program_cache::directory()?;
+    let mut identity = String::new();
+    for param in [sys::DEVICE_NAME, sys::DEVICE_VERSION, sys::DRIVER_VERSION] {
+        // SAFETY: the contract.
+        identity += &unsafe { sys::device_string(api, device, param) }.ok()?;
+        identity.push('\n');
+    }
+    Some(Entry::new(&dir, spirv, BUILD_OPTIONS, &identity))
+}
+
+/// What a program is made from.
+enum Source<'a> {
+    Il(&'a [u8]),
+    /// A binary the driver built before, for this device.
+    Binary(&'a [u8]),
+}
+
+/// A program created from `source` and built for `device`; `Err` with the build log.
+///
+/// # Safety
+/// As [`build`].
+unsafe fn create_and_build(
+    api: &Api,
+    context: Handle,
+    device: Handle,
+    source: Source<'_>,
+) -> Result<Handle, String> {
     let mut status = 0;
-    // SAFETY: the IL's bytes are read during the call; handles per the contract.
-    let program = unsafe {
-        (api.clCreateProgramWithIL)(context, spirv.as_ptr().cast(), spirv.len(), &mut status)
+    let program = match source {
+        // SAFETY: the IL's bytes are read during the call; handles per the contract.
+        Source::Il(spirv) => unsafe {
+            let program = (api.clCreateProgramWithIL)(
+                context,
+                spirv.as_ptr().cast(),
+                spirv.len(),
+                &mut status,
+            );
+            sys::check("clCreateProgramWithIL", status)?;
+            program
+        },
+        // SAFETY: one device and one binary, read during the call; handles per the contract.
+        Source::Binary(binary) => unsafe {
+            let (len, ptr) = (binary.len(), binary.as_ptr());
+            let mut binary_status = 0;
+            let program = (api.clCreateProgramWithBinary)(
+                context,
+                1,
+                &device,
+                &len,
+                &ptr,
+                &mut binary_status,
+                &mut status,
+            );
+            sys::check("clCreateProgramWithBinary", status)?;
+            if let Err(e) = sys::check("clCreateProgramWithBinary", binary_status) {
+                (api.clReleaseProgram)(program);
+                return Err(e);
+            }
+            program
+        },
     };
-    sys::check("clCreateProgramWithIL", status)?;
     let options = CString::new(BUILD_OPTIONS).expect("no NUL in the options");
     // SAFETY: a program of this context, built for one of its devices.
     let built =
@@ -60,6 +156,44 @@ pub unsafe fn build(
         sys::check("clBuildProgram", built).unwrap_err(),
         log.trim_end_matches('\0').trim()
     ))
+}
+
+/// The binary the driver built of `program`.
+///
+/// # Safety
+/// `program` is a built program of `api` for one device.
+unsafe fn binary(api: &Api, program: Handle) -> Result<Vec<u8>, String> {
+    let mut size = 0usize;
+    // SAFETY: one device, so one size; then one buffer of that size, its pointer in an array of
+    // one (the contract of CL_PROGRAM_BINARIES).
+    unsafe {
+        sys::check(
+            "clGetProgramInfo",
+            (api.clGetProgramInfo)(
+                program,
+                sys::PROGRAM_BINARY_SIZES,
+                size_of::<usize>(),
+                (&mut size as *mut usize).cast(),
+                null_mut(),
+            ),
+        )?;
+        if size == 0 {
+            return Err("the driver gives no binary".to_string());
+        }
+        let mut bytes = vec![0u8; size];
+        let mut at = bytes.as_mut_ptr();
+        sys::check(
+            "clGetProgramInfo",
+            (api.clGetProgramInfo)(
+                program,
+                sys::PROGRAM_BINARIES,
+                size_of::<*mut u8>(),
+                (&mut at as *mut *mut u8).cast(),
+                null_mut(),
+            ),
+        )?;
+        Ok(bytes)
+    }
 }
 
 const OP_ENTRY_POINT: u32 = 15;

@@ -21,6 +21,8 @@ pub const DEVICE_MAX_WORK_ITEM_SIZES: u32 = 0x1005;
 pub const DEVICE_GLOBAL_MEM_SIZE: u32 = 0x101F;
 pub const DEVICE_LOCAL_MEM_SIZE: u32 = 0x1023;
 pub const DEVICE_NAME: u32 = 0x102B;
+pub const DRIVER_VERSION: u32 = 0x102D;
+pub const DEVICE_VERSION: u32 = 0x102F;
 pub const DEVICE_EXTENSIONS: u32 = 0x1030;
 pub const DEVICE_IL_VERSION: u32 = 0x105B;
 /// `CL_DEVICE_UUID_KHR` (`cl_khr_device_uuid`).
@@ -28,6 +30,8 @@ pub const DEVICE_UUID: u32 = 0x106A;
 /// `CL_DEVICE_SUB_GROUP_SIZES_INTEL` (`cl_intel_required_subgroup_size`).
 pub const DEVICE_SUB_GROUP_SIZES: u32 = 0x4108;
 
+pub const PROGRAM_BINARY_SIZES: u32 = 0x1165;
+pub const PROGRAM_BINARIES: u32 = 0x1166;
 pub const PROGRAM_BUILD_LOG: u32 = 0x1183;
 pub const KERNEL_WORK_GROUP_SIZE: u32 = 0x11B0;
 pub const KERNEL_LOCAL_MEM_SIZE: u32 = 0x11B2;
@@ -70,6 +74,8 @@ api! {
     clCreateCommandQueueWithProperties: fn(Handle, Handle, *const u64, *mut Status) -> Handle;
     clReleaseCommandQueue: fn(Handle) -> Status;
     clCreateProgramWithIL: fn(Handle, *const c_void, usize, *mut Status) -> Handle;
+    clCreateProgramWithBinary: fn(Handle, u32, *const Handle, *const usize, *const *const u8, *mut Status, *mut Status) -> Handle;
+    clGetProgramInfo: fn(Handle, u32, usize, *mut c_void, *mut usize) -> Status;
     clBuildProgram: fn(Handle, u32, *const Handle, *const c_char, *const c_void, *mut c_void) -> Status;
     clGetProgramBuildInfo: fn(Handle, Handle, u32, usize, *mut c_void, *mut usize) -> Status;
     clReleaseProgram: fn(Handle) -> Status;
