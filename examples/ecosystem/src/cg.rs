@@ -50,24 +50,10 @@ pub fn right_hand_side(n: usize) -> Vec<f64> {
     b
 }
 
-/// `out = A p` on the CPU, with the kernel's arithmetic.
+/// `out = A p` on the CPU, with the kernels' arithmetic ([`kernels::laplacian_at`]).
 pub fn apply(n: usize, p: &[f64], out: &mut [f64]) {
     for (i, out) in out.iter_mut().enumerate() {
-        let (row, col) = (i / n, i % n);
-        let mut sum = 4.0 * p[i];
-        if col > 0 {
-            sum -= p[i - 1];
-        }
-        if col + 1 < n {
-            sum -= p[i + 1];
-        }
-        if row > 0 {
-            sum -= p[i - n];
-        }
-        if row + 1 < n {
-            sum -= p[i + n];
-        }
-        *out = sum;
+        *out = kernels::laplacian_at(n, p, i);
     }
 }
 
