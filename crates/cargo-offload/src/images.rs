@@ -8,38 +8,50 @@ use std::io::{self, Write};
 use std::path::Path;
 
 pub fn run(binary: &Path, out: &mut dyn Write) -> io::Result<i32> {
-    let data = match read(binary) {
-        Ok(d) => d,
+    with_records(binary, out, |distinct, out| {
+        let mut any_image = false;
+        for (record, copies) in distinct {
+            any_image |= !record.images.is_empty();
+            show(record, *copies, out)?;
+        }
+        Ok(if any_image { OK } else { NOT_READY })
+    })
+}
+
+/// Runs `body` on the distinct image records of `binary`, each with how many times the program
+/// embeds it (a std::offload program embeds its crate's record once per kernel), in the order of
+/// their first copies, and returns its exit code. A program that cannot be read, or whose
+/// records cannot ([`read`], [`records`]), gets why on `out` and that failure's code instead.
+pub(crate) fn with_records(
+    binary: &Path,
+    out: &mut dyn Write,
+    body: impl FnOnce(&[(ImageRecord<'_>, usize)], &mut dyn Write) -> io::Result<i32>,
+) -> io::Result<i32> {
+    let data = read(binary);
+    let records = data
+        .as_deref()
+        .map_err(Clone::clone)
+        .and_then(|data| records(binary, data));
+    match records {
+        Ok(records) => {
+            let mut distinct: Vec<(ImageRecord<'_>, usize)> = Vec::new();
+            for record in records {
+                match distinct.iter_mut().find(|(r, _)| *r == record) {
+                    Some((_, copies)) => *copies += 1,
+                    None => distinct.push((record, 1)),
+                }
+            }
+            body(&distinct, out)
+        }
         Err((code, why)) => {
             writeln!(out, "{why}")?;
-            return Ok(code);
-        }
-    };
-    let records = match records(binary, &data) {
-        Ok(r) => r,
-        Err((code, why)) => {
-            writeln!(out, "{why}")?;
-            return Ok(code);
-        }
-    };
-    let mut any_image = false;
-    // A std::offload program embeds its crate's record once per kernel: show each once.
-    let mut distinct: Vec<(ImageRecord<'_>, usize)> = Vec::new();
-    for record in records {
-        match distinct.iter_mut().find(|(r, _)| *r == record) {
-            Some((_, copies)) => *copies += 1,
-            None => distinct.push((record, 1)),
+            Ok(code)
         }
     }
-    for (record, copies) in &distinct {
-        any_image |= !record.images.is_empty();
-        show(record, *copies, out)?;
-    }
-    Ok(if any_image { OK } else { NOT_READY })
 }
 
 /// The program's bytes, or the exit code and message for a file that cannot be read.
-pub(crate) fn read(binary: &Path) -> Result<Vec<u8>, (i32, String)> {
+fn read(binary: &Path) -> Result<Vec<u8>, (i32, String)> {
     std::fs::read(binary).map_err(|e| {
         (
             BAD_INPUT,
@@ -50,10 +62,7 @@ pub(crate) fn read(binary: &Path) -> Result<Vec<u8>, (i32, String)> {
 
 /// The image records of a program's `.offload_images` section (`data` is the program), or the
 /// exit code and message: not an ELF program, no section, a damaged section.
-pub(crate) fn records<'a>(
-    binary: &Path,
-    data: &'a [u8],
-) -> Result<Vec<ImageRecord<'a>>, (i32, String)> {
+fn records<'a>(binary: &Path, data: &'a [u8]) -> Result<Vec<ImageRecord<'a>>, (i32, String)> {
     let shown = binary.display();
     let file = object::File::parse(data).map_err(|e| {
         (

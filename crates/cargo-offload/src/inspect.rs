@@ -6,7 +6,7 @@
 //! `KERNEL` is a kernel's name, or a generic kernel's (every instance, `axpy` for `axpy__f32`,
 //! `axpy__f64`, ...).
 
-use crate::images::{read, records};
+use crate::images::with_records;
 use crate::{BAD_INPUT, NOT_READY, OK};
 use offload_build::image_record::{ImageRecord, RecordImage};
 use std::io::{self, Write};
@@ -14,29 +14,21 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 pub fn run(binary: &Path, kernel: &str, out: &mut dyn Write) -> io::Result<i32> {
-    let data = match read(binary) {
-        Ok(d) => d,
-        Err((code, why)) => {
-            writeln!(out, "{why}")?;
-            return Ok(code);
-        }
-    };
-    let records = match records(binary, &data) {
-        Ok(r) => r,
-        Err((code, why)) => {
-            writeln!(out, "{why}")?;
-            return Ok(code);
-        }
-    };
+    with_records(binary, out, |distinct, out| {
+        show_kernel(binary, kernel, distinct, out)
+    })
+}
+
+/// [`run`] on the program's distinct image records.
+fn show_kernel(
+    binary: &Path,
+    kernel: &str,
+    distinct: &[(ImageRecord<'_>, usize)],
+    out: &mut dyn Write,
+) -> io::Result<i32> {
     let mut found = false;
     let mut shown = false;
-    let mut seen: Vec<&ImageRecord<'_>> = Vec::new();
-    for record in &records {
-        // A std::offload program embeds its crate's record once per kernel.
-        if seen.contains(&record) {
-            continue;
-        }
-        seen.push(record);
+    for (record, _) in distinct {
         let names: Vec<&str> = record
             .kernels
             .iter()
@@ -70,9 +62,9 @@ pub fn run(binary: &Path, kernel: &str, out: &mut dyn Write) -> io::Result<i32> 
         }
     }
     if !found {
-        let all: Vec<&str> = seen
+        let all: Vec<&str> = distinct
             .iter()
-            .flat_map(|r| r.kernels.iter().copied())
+            .flat_map(|(r, _)| r.kernels.iter().copied())
             .collect();
         writeln!(
             out,

@@ -15,7 +15,8 @@
 use crate::kernels;
 #[cfg(feature = "cublas")]
 use offload::blas::Blas;
-use offload::{BackendKind, Device, Launch};
+use offload::{BackendKind, Device, DeviceSlice, Launch, Stream};
+use std::convert::Infallible;
 use std::time::{Duration, Instant};
 
 /// What to solve and when to stop.
@@ -50,24 +51,10 @@ pub fn right_hand_side(n: usize) -> Vec<f64> {
     b
 }
 
-/// `out = A p` on the CPU, with the kernel's arithmetic.
+/// `out = A p` on the CPU, with the kernels' arithmetic ([`kernels::laplacian_at`]).
 pub fn apply(n: usize, p: &[f64], out: &mut [f64]) {
     for (i, out) in out.iter_mut().enumerate() {
-        let (row, col) = (i / n, i % n);
-        let mut sum = 4.0 * p[i];
-        if col > 0 {
-            sum -= p[i - 1];
-        }
-        if col + 1 < n {
-            sum -= p[i + 1];
-        }
-        if row > 0 {
-            sum -= p[i - n];
-        }
-        if row + 1 < n {
-            sum -= p[i + n];
-        }
-        *out = sum;
+        *out = kernels::laplacian_at(n, p, i);
     }
 }
 
@@ -116,20 +103,11 @@ pub fn solve_with(
     problem: &Problem,
     b: &[f64],
 ) -> offload::Result<Solution> {
-    let Problem {
-        n,
-        tolerance,
-        max_iterations,
-        check_every,
-    } = *problem;
+    let n = problem.n;
     assert_eq!(b.len(), n * n, "b holds one value per unknown");
-    let check_every = check_every.max(1);
     offload::scope(|s| {
         let stream = s.stream(device)?;
-        let x = stream.alloc_zeroed::<f64>(n * n)?;
-        let r = stream.upload(b)?;
-        let p = stream.upload(b)?;
-        let ap = stream.alloc_zeroed::<f64>(n * n)?;
+        let Vectors { x, r, p, ap } = Vectors::upload(&stream, b)?;
         // rr of three iterations in turn (this one's, the next's, and the one after, which this
         // iteration zeroes for its reduction), and p·Ap: one-element device scalars, zeroed.
         let scalars = stream.alloc_zeroed::<f64>(4)?;
@@ -142,32 +120,21 @@ pub fn solve_with(
         let n32 = u32::try_from(n).expect("at most 2^32 - 1 unknowns per side");
         kernels::cg::norm2::enqueue(&stream, shape, r, rr[0])?;
         let b_norm = stream.to_vec(rr[0])?[0].sqrt();
-        let start = Instant::now();
-        let (mut iterations, mut residual) = (0, 1.0);
-        while iterations < max_iterations {
-            let (old, new, next) = (
-                rr[iterations % 3],
-                rr[(iterations + 1) % 3],
-                rr[(iterations + 2) % 3],
-            );
-            kernels::cg::laplacian_dot::enqueue(&stream, shape, n32, p, ap, pap)?;
-            kernels::cg::update_residual::enqueue(&stream, shape, old, pap, p, ap, x, r, new)?;
-            kernels::cg::next_direction_reset::enqueue(&stream, shape, new, old, r, p, pap, next)?;
-            iterations += 1;
-            if iterations % check_every == 0 || iterations == max_iterations {
-                residual = stream.to_vec(new)?[0].sqrt() / b_norm;
-                if residual < tolerance {
-                    break;
-                }
-            }
-        }
-        let solve_time = start.elapsed();
-        Ok(Solution {
-            x: stream.to_vec(x)?,
-            iterations,
-            residual,
-            solve_time,
-        })
+        let done = iterate(
+            problem,
+            b_norm,
+            |k| {
+                let (old, new, next) = (rr[k % 3], rr[(k + 1) % 3], rr[(k + 2) % 3]);
+                kernels::cg::laplacian_dot::enqueue(&stream, shape, n32, p, ap, pap)?;
+                kernels::cg::update_residual::enqueue(&stream, shape, old, pap, p, ap, x, r, new)?;
+                kernels::cg::next_direction_reset::enqueue(
+                    &stream, shape, new, old, r, p, pap, next,
+                )?;
+                Ok(new)
+            },
+            |new| Ok(stream.to_vec(new)?[0]),
+        )?;
+        Ok(done.with_x(stream.to_vec(x)?))
     })
 }
 
@@ -176,20 +143,12 @@ pub fn solve_with(
 /// missing).
 #[cfg(feature = "cublas")]
 pub fn solve_cublas(device: &Device, problem: &Problem, b: &[f64]) -> offload::Result<Solution> {
-    let Problem {
-        n,
-        tolerance,
-        max_iterations,
-        check_every,
-    } = *problem;
+    let n = problem.n;
     assert_eq!(b.len(), n * n, "b holds one value per unknown");
     offload::scope(|s| {
         let stream = s.stream(device)?;
         let blas = Blas::new(&stream)?;
-        let x = stream.alloc_zeroed::<f64>(n * n)?;
-        let r = stream.upload(b)?;
-        let p = stream.upload(b)?;
-        let ap = stream.alloc_zeroed::<f64>(n * n)?;
+        let Vectors { x, r, p, ap } = Vectors::upload(&stream, b)?;
         // rr (two, alternating: this iteration's and the next), p·Ap, the step and its negative.
         let scalars = stream.alloc_zeroed::<f64>(5)?;
         let rr = [scalars.slice(0..1)?, scalars.slice(1..2)?];
@@ -198,74 +157,120 @@ pub fn solve_cublas(device: &Device, problem: &Problem, b: &[f64]) -> offload::R
         let (step, minus_step) = (scalars.slice(3..4)?, scalars.slice(4..5)?);
         blas.dot(r, r, rr[0])?;
         let b_norm = stream.to_vec(rr[0])?[0].sqrt();
-        let start = Instant::now();
-        let (mut iterations, mut residual) = (0, 1.0);
-        while iterations < max_iterations {
-            let (old, new) = (rr[iterations % 2], rr[(iterations + 1) % 2]);
-            kernels::laplacian::enqueue(&stream, Launch::auto(), n as u32, p, ap)?;
-            blas.dot(p, ap, pap)?;
-            kernels::step_length::enqueue(&stream, Launch::auto(), old, pap, steps)?;
-            blas.axpy(step, p, x)?;
-            blas.axpy(minus_step, ap, r)?;
-            blas.dot(r, r, new)?;
-            kernels::next_direction::enqueue(&stream, Launch::auto(), new, old, r, p)?;
-            iterations += 1;
-            if iterations % check_every == 0 || iterations == max_iterations {
-                residual = stream.to_vec(new)?[0].sqrt() / b_norm;
-                if residual < tolerance {
-                    break;
-                }
+        let done = iterate(
+            problem,
+            b_norm,
+            |k| {
+                let (old, new) = (rr[k % 2], rr[(k + 1) % 2]);
+                kernels::laplacian::enqueue(&stream, Launch::auto(), n as u32, p, ap)?;
+                blas.dot(p, ap, pap)?;
+                kernels::step_length::enqueue(&stream, Launch::auto(), old, pap, steps)?;
+                blas.axpy(step, p, x)?;
+                blas.axpy(minus_step, ap, r)?;
+                blas.dot(r, r, new)?;
+                kernels::next_direction::enqueue(&stream, Launch::auto(), new, old, r, p)?;
+                Ok(new)
+            },
+            |new| Ok(stream.to_vec(new)?[0]),
+        )?;
+        Ok(done.with_x(stream.to_vec(x)?))
+    })
+}
+
+/// The device vectors of a CG solve: `x = 0`, `r = p = b` (the residual and search direction of
+/// `x = 0`), and `ap` for `A p`.
+struct Vectors<'s> {
+    x: DeviceSlice<'s, f64>,
+    r: DeviceSlice<'s, f64>,
+    p: DeviceSlice<'s, f64>,
+    ap: DeviceSlice<'s, f64>,
+}
+
+impl<'s> Vectors<'s> {
+    fn upload(stream: &Stream<'s>, b: &'s [f64]) -> offload::Result<Self> {
+        Ok(Vectors {
+            x: stream.alloc_zeroed(b.len())?,
+            r: stream.upload(b)?,
+            p: stream.upload(b)?,
+            ap: stream.alloc_zeroed(b.len())?,
+        })
+    }
+}
+
+/// What [`iterate`] ends with: a [`Solution`] but for `x`.
+struct Iterated {
+    iterations: usize,
+    residual: f64,
+    solve_time: Duration,
+}
+
+impl Iterated {
+    fn with_x(self, x: Vec<f64>) -> Solution {
+        Solution {
+            x,
+            iterations: self.iterations,
+            residual: self.residual,
+            solve_time: self.solve_time,
+        }
+    }
+}
+
+/// The iterations every solver shares, timed: `iteration(k)` runs iteration `k` (from 0) and
+/// returns a handle to its new `|r|²`, which `rr(handle)` reads, after every `check_every`th
+/// iteration and the last one; the loop stops once `|r| / b_norm` is below the tolerance, or
+/// after `max_iterations`. Only the reads wait for a device.
+fn iterate<T, E>(
+    problem: &Problem,
+    b_norm: f64,
+    mut iteration: impl FnMut(usize) -> Result<T, E>,
+    mut rr: impl FnMut(T) -> Result<f64, E>,
+) -> Result<Iterated, E> {
+    let check_every = problem.check_every.max(1);
+    let start = Instant::now();
+    let (mut iterations, mut residual) = (0, 1.0);
+    while iterations < problem.max_iterations {
+        let new = iteration(iterations)?;
+        iterations += 1;
+        if iterations % check_every == 0 || iterations == problem.max_iterations {
+            residual = rr(new)?.sqrt() / b_norm;
+            if residual < problem.tolerance {
+                break;
             }
         }
-        let solve_time = start.elapsed();
-        Ok(Solution {
-            x: stream.to_vec(x)?,
-            iterations,
-            residual,
-            solve_time,
-        })
+    }
+    Ok(Iterated {
+        iterations,
+        residual,
+        solve_time: start.elapsed(),
     })
 }
 
 /// The same CG on the CPU, one thread, checking the residual at the same iterations.
 pub fn solve_cpu(problem: &Problem, b: &[f64]) -> Solution {
-    let Problem {
-        n,
-        tolerance,
-        max_iterations,
-        check_every,
-    } = *problem;
+    let n = problem.n;
     let mut x = vec![0.0; n * n];
     let mut r = b.to_vec();
     let mut p = b.to_vec();
     let mut ap = vec![0.0; n * n];
     let mut rr = dot(&r, &r);
     let b_norm = rr.sqrt();
-    let start = Instant::now();
-    let (mut iterations, mut residual) = (0, 1.0);
-    while iterations < max_iterations {
-        apply(n, &p, &mut ap);
-        let step = rr / dot(&p, &ap);
-        x.iter_mut().zip(&p).for_each(|(x, p)| *x += step * p);
-        r.iter_mut().zip(&ap).for_each(|(r, ap)| *r += -step * ap);
-        let rr_new = dot(&r, &r);
-        let beta = rr_new / rr;
-        p.iter_mut().zip(&r).for_each(|(p, r)| *p = r + beta * *p);
-        rr = rr_new;
-        iterations += 1;
-        if iterations % check_every == 0 || iterations == max_iterations {
-            residual = rr.sqrt() / b_norm;
-            if residual < tolerance {
-                break;
-            }
-        }
-    }
-    Solution {
-        x,
-        iterations,
-        residual,
-        solve_time: start.elapsed(),
-    }
+    let Ok(done) = iterate::<_, Infallible>(
+        problem,
+        b_norm,
+        |_| {
+            apply(n, &p, &mut ap);
+            let step = rr / dot(&p, &ap);
+            x.iter_mut().zip(&p).for_each(|(x, p)| *x += step * p);
+            r.iter_mut().zip(&ap).for_each(|(r, ap)| *r += -step * ap);
+            let rr_new = dot(&r, &r);
+            let beta = rr_new / rr;
+            p.iter_mut().zip(&r).for_each(|(p, r)| *p = r + beta * *p);
+            rr = rr_new;
+            Ok(rr)
+        },
+        Ok,
+    );
+    done.with_x(x)
 }
 
 /// `max |a - b| / max |b|`.

@@ -5,30 +5,38 @@
 pub mod arrays;
 pub mod cg;
 
-/// `ap = A p`, A the 5-point Laplacian (4 on the diagonal, -1 for each neighbour) on an `n × n`
-/// grid of unknowns, row-major, with zero values outside the grid (Dirichlet boundary).
+/// `(A p)[i]`, A the 5-point Laplacian (4 on the diagonal, -1 for each neighbour) on an `n × n`
+/// grid of unknowns, row-major, with zero values outside the grid (Dirichlet boundary): the one
+/// definition of A, for the kernels that apply it and for the CPU reference (`cg::apply`). The
+/// row and column are divided out in 32 bits (a GPU divides 64-bit integers slowly), so
+/// `n * n` is at most 2^32.
+#[inline]
+pub fn laplacian_at(n: usize, p: &[f64], i: usize) -> f64 {
+    let (row, col) = (
+        (i as u32 / n as u32) as usize,
+        (i as u32 % n as u32) as usize,
+    );
+    let mut sum = 4.0 * p[i];
+    if col > 0 {
+        sum -= p[i - 1];
+    }
+    if col + 1 < n {
+        sum -= p[i + 1];
+    }
+    if row > 0 {
+        sum -= p[i - n];
+    }
+    if row + 1 < n {
+        sum -= p[i + n];
+    }
+    sum
+}
+
+/// `ap = A p` ([`laplacian_at`] for every element).
 #[offload::kernel]
 pub fn laplacian(n: u32, p: &[f64], ap: &mut [f64]) {
-    let n = n as usize;
     for (i, out) in ap.iter_mine() {
-        let (row, col) = (
-            (i as u32 / n as u32) as usize,
-            (i as u32 % n as u32) as usize,
-        );
-        let mut sum = 4.0 * p[i];
-        if col > 0 {
-            sum -= p[i - 1];
-        }
-        if col + 1 < n {
-            sum -= p[i + 1];
-        }
-        if row > 0 {
-            sum -= p[i - n];
-        }
-        if row + 1 < n {
-            sum -= p[i + n];
-        }
-        *out = sum;
+        *out = laplacian_at(n as usize, p, i);
     }
 }
 

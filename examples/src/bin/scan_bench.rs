@@ -8,7 +8,7 @@
 //! (nothing read back in between); each result is checked against the CPU.
 
 use offload::scan::{Scan, Scratch};
-use offload::{Device, DeviceVec};
+use offload::{Device, DeviceCopy, DeviceVec, DeviceView, DeviceViewMut, Stream};
 use offload_bench_report::{Goal, Measure, Ratio};
 use offload_examples::kernels::scans::{scan_sum_f32, scan_sum_u32};
 use offload_examples::reference_bandwidth;
@@ -122,11 +122,25 @@ fn cupy_cumsum_ms(n: usize) -> Option<Vec<f64>> {
     )
 }
 
-/// Best exclusive and inclusive times, each result checked exactly against the CPU.
-fn u32_scans(device: &Device, n: usize) -> BenchResult<(Duration, Duration)> {
-    let x: Vec<u32> = (0..n).map(|i| (i * 7919 % 1000) as u32).collect();
-    let xd = DeviceVec::from_slice(device, &x)?;
-    let mut out = DeviceVec::<u32>::zeroed(device, n)?;
+/// A `scan_kernel!`'s `enqueue` (its scan of `T`).
+type Enqueue<T> = fn(
+    &Stream<'_>,
+    Scan,
+    DeviceView<'_, T>,
+    DeviceViewMut<'_, T>,
+    &mut Scratch<T>,
+) -> offload::Result<()>;
+
+/// Best exclusive and inclusive times of `enqueue`'s scans of `x`, each result checked by
+/// `check(scan, result)` against the CPU (an error names the first element it finds wrong).
+fn timed_scans<T: DeviceCopy>(
+    device: &Device,
+    x: &[T],
+    enqueue: Enqueue<T>,
+    check: impl Fn(Scan, &[T]) -> Result<(), String>,
+) -> BenchResult<(Duration, Duration)> {
+    let xd = DeviceVec::from_slice(device, x)?;
+    let mut out = DeviceVec::<T>::zeroed(device, x.len())?;
     let mut scratch = Scratch::new();
     let mut times = [Duration::ZERO; 2];
     for (k, scan) in [Scan::exclusive(), Scan::inclusive()]
@@ -134,22 +148,30 @@ fn u32_scans(device: &Device, n: usize) -> BenchResult<(Duration, Duration)> {
         .enumerate()
     {
         times[k] = best_per_launch(device, BATCHES, PER_BATCH, |s| {
-            scan_sum_u32::enqueue(s, scan, xd.slice(..), out.slice_mut(..), &mut scratch)
+            enqueue(s, scan, xd.slice(..), out.slice_mut(..), &mut scratch)
         })?;
-        let got = out.to_vec()?;
+        check(scan, &out.to_vec()?)?;
+    }
+    Ok((times[0], times[1]))
+}
+
+/// Best exclusive and inclusive times, each result checked exactly against the CPU.
+fn u32_scans(device: &Device, n: usize) -> BenchResult<(Duration, Duration)> {
+    let x: Vec<u32> = (0..n).map(|i| (i * 7919 % 1000) as u32).collect();
+    timed_scans(device, &x, scan_sum_u32::enqueue, |scan, got| {
         let mut acc = 0u32;
         for (i, (&g, &v)) in got.iter().zip(&x).enumerate() {
             let before = acc;
             acc = acc.wrapping_add(v);
             let expected = if scan.is_inclusive() { acc } else { before };
             if g != expected {
-                return Err(
-                    format!("u32 {scan:?}: element {i} is {g}, the CPU's {expected}").into(),
-                );
+                return Err(format!(
+                    "u32 {scan:?}: element {i} is {g}, the CPU's {expected}"
+                ));
             }
         }
-    }
-    Ok((times[0], times[1]))
+        Ok(())
+    })
 }
 
 /// Best exclusive and inclusive times, each result checked against the f64 CPU scan (within
@@ -158,18 +180,7 @@ fn f32_scans(device: &Device, n: usize) -> BenchResult<(Duration, Duration)> {
     let x: Vec<f32> = (0..n)
         .map(|i| ((i % 1000) as f32) * 1e-3 - 0.4995)
         .collect();
-    let xd = DeviceVec::from_slice(device, &x)?;
-    let mut out = DeviceVec::<f32>::zeroed(device, n)?;
-    let mut scratch = Scratch::new();
-    let mut times = [Duration::ZERO; 2];
-    for (k, scan) in [Scan::exclusive(), Scan::inclusive()]
-        .into_iter()
-        .enumerate()
-    {
-        times[k] = best_per_launch(device, BATCHES, PER_BATCH, |s| {
-            scan_sum_f32::enqueue(s, scan, xd.slice(..), out.slice_mut(..), &mut scratch)
-        })?;
-        let got = out.to_vec()?;
+    timed_scans(device, &x, scan_sum_f32::enqueue, |scan, got| {
         let (mut acc, mut magnitude) = (0.0f64, 0.0f64);
         for (i, (&g, &v)) in got.iter().zip(&x).enumerate() {
             let (before, before_magnitude) = (acc, magnitude);
@@ -181,11 +192,11 @@ fn f32_scans(device: &Device, n: usize) -> BenchResult<(Duration, Duration)> {
                 (before, before_magnitude)
             };
             if (g as f64 - expected).abs() > 1024.0 * f32::EPSILON as f64 * bound + 1e-30 {
-                return Err(
-                    format!("f32 {scan:?}: element {i} is {g}, the CPU's {expected}").into(),
-                );
+                return Err(format!(
+                    "f32 {scan:?}: element {i} is {g}, the CPU's {expected}"
+                ));
             }
         }
-    }
-    Ok((times[0], times[1]))
+        Ok(())
+    })
 }

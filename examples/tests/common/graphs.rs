@@ -3,14 +3,10 @@
 //! work on the recording stream itself are refused while recording, a replay is ordered across
 //! streams, and a panic in a replay is reported.
 
-use super::floats;
+use super::{floats, same_bits};
 use offload::{Device, DeviceVec, Error, Launch};
 use offload_examples::kernels::{saxpy, streams::relax};
 use offload_examples::reference;
-
-fn bits(v: &[f32]) -> Vec<u32> {
-    v.iter().map(|x| x.to_bits()).collect()
-}
 
 /// Three launches recorded once and replayed four times on device slices give the CPU's result
 /// of twelve steps; recording runs nothing.
@@ -38,7 +34,7 @@ pub fn replays_give_the_launches_result(device: &Device) {
     .unwrap();
     assert_eq!(recorded, 3);
     assert!(
-        bits(&after_recording) == bits(&y0),
+        same_bits(&after_recording, &y0),
         "recording ran a launch on {}",
         device.name()
     );
@@ -49,7 +45,7 @@ pub fn replays_give_the_launches_result(device: &Device) {
         reference::saxpy(-0.5, &x, &mut expected);
     }
     assert!(
-        bits(&replayed) == bits(&expected),
+        same_bits(&replayed, &expected),
         "replays on {}",
         device.name()
     );
@@ -98,7 +94,7 @@ pub fn host_data_and_copies_are_refused_while_recording(device: &Device) {
         stream.download(dy, &mut back)
     })
     .unwrap();
-    assert!(bits(&back) == bits(&x), "on {}", device.name());
+    assert!(same_bits(&back, &x), "on {}", device.name());
 }
 
 /// A graph recorded on `DeviceVec`s and replayed on one stream, then a kernel on another stream
@@ -128,7 +124,7 @@ pub fn a_replay_is_ordered_across_streams(device: &Device) {
         reference::relax(steps, &x, &mut expected);
     }
     assert!(
-        bits(&dz.to_vec().unwrap()) == bits(&expected),
+        same_bits(&dz.to_vec().unwrap(), &expected),
         "on {}",
         device.name()
     );

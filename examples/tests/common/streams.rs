@@ -1,15 +1,11 @@
 //! Streams and device selection, shared by the host-backend and GPU suites.
 
-use super::floats;
+use super::{floats, same_bits};
 use offload::trace::thread_counters;
 use offload::{Device, DeviceVec, Error, Launch, PinnedVec, Stream};
 use offload_examples::kernels::{saxpy, streams::relax};
 use offload_examples::reference;
 use std::time::Duration;
-
-fn bits(v: &[f32]) -> Vec<u32> {
-    v.iter().map(|x| x.to_bits()).collect()
-}
 
 /// Chunks of one array queued alternately on two streams give the CPU's result, from pageable
 /// and from pinned memory.
@@ -39,12 +35,12 @@ pub fn two_streams_give_the_cpu_result(device: &Device) {
     })
     .unwrap();
     assert!(
-        bits(&pageable) == bits(&expected),
+        same_bits(&pageable, &expected),
         "pageable on {}",
         device.name()
     );
     assert!(
-        bits(&pinned) == bits(&expected),
+        same_bits(&pinned, &expected),
         "pinned on {}",
         device.name()
     );
@@ -95,21 +91,21 @@ pub fn a_reader_on_another_stream_waits_for_the_writer(device: &Device) {
     let one = writer_then_reader(device, 1, steps, &x, &y0).unwrap();
     let two = writer_then_reader(device, 2, steps, &x, &y0).unwrap();
     assert!(
-        bits(&one.0) == bits(&expected),
+        same_bits(&one.0, &expected),
         "one stream on {}",
         device.name()
     );
     assert!(
-        bits(&two.0) == bits(&one.0),
+        same_bits(&two.0, &one.0),
         "device slices on two streams on {}",
         device.name()
     );
     assert!(
-        bits(&two.1) == bits(&one.1),
+        same_bits(&two.1, &one.1),
         "DeviceVecs on two streams on {}",
         device.name()
     );
-    assert!(bits(&one.1) == bits(&expected));
+    assert!(same_bits(&one.1, &expected));
 }
 
 /// One `DeviceVec` serves a loop of launches queued on alternating streams (each call borrows it
@@ -159,16 +155,16 @@ pub fn device_vecs_serve_loops_on_streams(device: &Device) {
     reference::saxpy(2.0, &x[..half], &mut expected[..half]);
     reference::saxpy(-1.0, &x[half..], &mut expected[half..]);
     assert!(
-        bits(&seen) == bits(&expected),
+        same_bits(&seen, &expected),
         "host read on {}",
         device.name()
     );
     assert!(
-        bits(&downloaded) == bits(&expected),
+        same_bits(&downloaded, &expected),
         "plain launch, then download on {}",
         device.name()
     );
-    assert!(bits(&dy.to_vec().unwrap()) == bits(&expected));
+    assert!(same_bits(&dy.to_vec().unwrap(), &expected));
 }
 
 /// A `DeviceVec` dropped while a stream still writes it waits for that work first: memory
@@ -189,7 +185,7 @@ pub fn freeing_a_device_vec_waits_for_its_streams(device: &Device) {
         next.to_vec()
     })
     .unwrap();
-    assert!(bits(&after) == bits(&ones), "on {}", device.name());
+    assert!(same_bits(&after, &ones), "on {}", device.name());
 }
 
 /// Stream copies into host data that is not device data are refused, naming the argument.
@@ -275,7 +271,7 @@ pub fn stream_work_is_traced(device: &Device) {
     assert_eq!(counted.copies_from_device, 4, "download, then y per launch");
     assert_eq!(counted.launches, 3);
     assert_eq!(counted.redundant_copies, 3, "x sent again by each launch");
-    assert!(bits(&back) == bits(&x));
+    assert!(same_bits(&back, &x));
 }
 
 /// Device slices of the scope carry data from kernel to kernel without the host: uploaded,
@@ -306,13 +302,13 @@ pub fn device_slices_chain_kernels_on_streams(device: &Device) {
     reference::relax(5, &x, &mut expected);
     reference::saxpy(2.0, &x, &mut expected);
     assert!(
-        bits(&first) == bits(&expected),
+        same_bits(&first, &expected),
         "first stream on {}",
         device.name()
     );
     reference::saxpy(-1.0, &x, &mut expected);
     assert!(
-        bits(&second) == bits(&expected),
+        same_bits(&second, &expected),
         "second stream on {}",
         device.name()
     );
@@ -355,12 +351,12 @@ pub fn prepared_launches_give_the_enqueue_result(device: &Device) {
     let mut expected = y0.clone();
     reference::saxpy(2.0, &x, &mut expected);
     assert!(
-        bits(&host_y) == bits(&expected),
+        same_bits(&host_y, &expected),
         "host data on {}",
         device.name()
     );
     assert!(
-        bits(&short_y) == bits(&expected[..1000]),
+        same_bits(&short_y, &expected[..1000]),
         "1000 elements on {}",
         device.name()
     );
@@ -370,17 +366,17 @@ pub fn prepared_launches_give_the_enqueue_result(device: &Device) {
         reference::saxpy(-0.25, &x, &mut expected);
     }
     assert!(
-        bits(&chained) == bits(&expected),
+        same_bits(&chained, &expected),
         "device slices on two streams on {}",
         device.name()
     );
     assert!(
-        bits(&refused) == bits(&expected),
+        same_bits(&refused, &expected),
         "the refused launch queued nothing on {}",
         device.name()
     );
     assert!(
-        bits(&small) == bits(&x[..10]),
+        same_bits(&small, &x[..10]),
         "10 elements on {}",
         device.name()
     );
@@ -410,7 +406,7 @@ pub fn aliased_device_slices_are_refused(device: &Device) {
         ),
     }
     assert!(
-        bits(&back) == bits(&x),
+        same_bits(&back, &x),
         "nothing written on {}",
         device.name()
     );
@@ -441,10 +437,10 @@ pub fn events_order_and_time_streams(device: &Device) {
     );
     let mut expected = vec![0.0f32; x.len()];
     reference::relax(200, &x, &mut expected);
-    assert!(bits(&first) == bits(&expected));
+    assert!(same_bits(&first, &expected));
     let mut expected = vec![1.0f32; x.len()];
     reference::saxpy(2.0, &x, &mut expected);
-    assert!(bits(&second) == bits(&expected));
+    assert!(same_bits(&second, &expected));
 }
 
 /// A kernel that panics on a stream is an `Err(KernelFailed)` naming it, from the stream's
@@ -485,7 +481,7 @@ pub fn every_device_at_once_gives_the_cpu_result(devices: &[Device]) {
         Ok(())
     })
     .unwrap();
-    assert!(bits(&y) == bits(&expected));
+    assert!(same_bits(&y, &expected));
 }
 
 /// Device indices out of range are errors naming how many there are.

@@ -12,28 +12,11 @@
 
 use offload::prelude::*;
 
-/// `ap = A p` (the 5-point Laplacian of `crate::kernels::laplacian`) and `*pap += Σ p[i]·ap[i]`.
+/// `ap = A p` (the 5-point Laplacian of [`super::laplacian_at`]) and `*pap += Σ p[i]·ap[i]`.
 #[offload::kernel]
 pub fn laplacian_dot(n: u32, p: &[f64], ap: &mut [f64], #[reduce(sum)] pap: &mut f64) {
-    let n = n as usize;
     for (i, out) in ap.iter_mine() {
-        let (row, col) = (
-            (i as u32 / n as u32) as usize,
-            (i as u32 % n as u32) as usize,
-        );
-        let mut sum = 4.0 * p[i];
-        if col > 0 {
-            sum -= p[i - 1];
-        }
-        if col + 1 < n {
-            sum -= p[i + 1];
-        }
-        if row > 0 {
-            sum -= p[i - n];
-        }
-        if row + 1 < n {
-            sum -= p[i + n];
-        }
+        let sum = super::laplacian_at(n as usize, p, i);
         *out = sum;
         *pap += p[i] * sum;
     }
