@@ -2,12 +2,12 @@
 //! references they compare with: batches of launches queued on one stream, timed with the
 //! stream's events; CuPy's and PyTorch's calls timed with CUDA events in the same run.
 
-use crate::reference_torch::python;
+use crate::reference_torch::{python, BEST_MS, CUPY_BEST_MS};
 use offload::Device;
 use std::time::Duration;
 
 /// The best time per launch of `enqueue` over `batches` batches of `per_batch` launches on one
-/// stream, timed with the stream's events (after one launch to warm up).
+/// stream, timed with the stream's events, after `kernel_timing::WARM_UP` of launches.
 pub fn best_per_launch(
     device: &Device,
     batches: usize,
@@ -17,8 +17,10 @@ pub fn best_per_launch(
     let mut best = Duration::MAX;
     offload::scope(|s| {
         let stream = s.stream(device)?;
-        enqueue(&stream)?;
-        stream.synchronize()?;
+        crate::kernel_timing::warm_up(|| {
+            enqueue(&stream)?;
+            stream.synchronize()
+        })?;
         for _ in 0..batches {
             let start = stream.record()?;
             for _ in 0..per_batch {
@@ -48,25 +50,14 @@ pub fn python_ms(module: &str, dtype: &str, n: usize, exprs: &[&str]) -> Option<
 }
 
 /// Best times in ms of `exprs` after the Python statements `setup` (which import `module`,
-/// `torch` or `cupy`, and make the data), each the best of 20 event timings after 3 warm-up
-/// calls; `None` when the script fails (no such module, no GPU).
+/// `torch` or `cupy`, and make the data), each the best of 20 event timings after 0.3 s of
+/// warm-up (`reference_torch::BEST_MS`); `None` when the script fails (no such module, no GPU).
 pub fn python_ms_after(module: &str, setup: &str, exprs: &[&str]) -> Option<Vec<f64>> {
-    let (sync, event, elapsed) = if module == "torch" {
-        (
-            "torch.cuda.synchronize()",
-            "torch.cuda.Event(enable_timing=True)",
-            "s.elapsed_time(e)",
-        )
+    let timing = if module == "torch" {
+        BEST_MS
     } else {
-        (
-            "cupy.cuda.Device().synchronize()",
-            "cupy.cuda.Event()",
-            "cupy.cuda.get_elapsed_time(s, e)",
-        )
+        CUPY_BEST_MS
     };
-    let timing = format!(
-        "def best_ms(f):\n    for _ in range(3): f()\n    {sync}\n    best = float('inf')\n    for _ in range(20):\n        s = {event}; e = {event}\n        s.record(); f(); e.record(); e.synchronize()\n        best = min(best, {elapsed})\n    return best\n"
-    );
     let calls: String = exprs
         .iter()
         .map(|e| format!("print(best_ms(lambda: {e}))\n"))
