@@ -59,9 +59,10 @@ pub fn measure_device_time(on: bool) {
     DEVICE_TIME.store(on, Relaxed);
 }
 
-/// Whether a plain launch should time its kernel on the device.
-pub(crate) fn device_time_wanted() -> bool {
-    DEVICE_TIME.load(Relaxed) || crate::mapping::trace::enabled()
+/// Whether [`measure_device_time`] is on (a plain launch also times its kernel while the trace
+/// is on: `mapping::transfer` asks both).
+pub(crate) fn device_time_measured() -> bool {
+    DEVICE_TIME.load(Relaxed)
 }
 
 /// This thread's last report, and the generation of the code of the device it names

@@ -8,6 +8,7 @@
 //! which tests use: what one thread moved does not depend on what others do meanwhile).
 
 use crate::mapping::device::Device;
+use crate::mapping::report::LaunchReport;
 use std::cell::Cell;
 use std::collections::HashMap;
 use std::ops::Sub;
@@ -396,7 +397,7 @@ pub(crate) struct LaunchSummary {
 }
 
 /// The summary line of a launch on a GPU.
-pub(crate) fn launch(device: &str, report: &crate::LaunchReport, summary: &LaunchSummary) {
+pub(crate) fn launch(device: &str, report: &LaunchReport, summary: &LaunchSummary) {
     add(Field::Launches, 1);
     if enabled() {
         let device_time = match report.device_time {

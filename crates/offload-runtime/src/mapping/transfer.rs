@@ -18,7 +18,7 @@ use crate::mapping::kernel::{claim_uses, ArgData, KernelArg, OutKind};
 use crate::mapping::loaded::Entry;
 use crate::mapping::output_backup::OutputBackups;
 use crate::mapping::present::{self, Key};
-use crate::mapping::report::LaunchReport;
+use crate::mapping::report::{device_time_measured, LaunchReport};
 use crate::mapping::trace::{self, CopySource, LaunchSummary};
 use crate::plugins::{Backend, DevicePtr, PackedArgs, SavedOutputs, Shape};
 use crate::{Error, Result};
@@ -397,8 +397,9 @@ pub(crate) fn launch(
     let launched = Instant::now();
     report.time_to_device = copies_began.map_or(Duration::ZERO, |began| launched - began);
     let failed = |e: Error| kernel_failed(kernel, e);
-    // Timing is a diagnostic: a device without events just reports none.
-    let timed = crate::mapping::report::device_time_wanted();
+    // Timed while `measure_device_time` or the trace is on. Timing is a diagnostic: a device
+    // without events just reports none.
+    let timed = device_time_measured() || trace::enabled();
     let begin = timed.then(|| backend.record_event().ok()).flatten();
     // SAFETY: `params` were packed from the arguments of this kernel's launcher, and the device
     // copies they name live until `buffers` is dropped, after the queue drained. The kernel may
