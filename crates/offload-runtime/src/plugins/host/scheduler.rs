@@ -237,6 +237,35 @@ mod tests {
     use offload_kernel::{sync_threads, thread_idx};
     use std::sync::Mutex;
 
+    /// One block of `threads` threads along x, the whole grid, in warps of `warp_size` lanes.
+    fn run_one_block(threads: u32, warp_size: u32, thread: &(dyn Fn() + Sync)) {
+        let block = Dim3::new(threads, 1, 1);
+        run_block(
+            "test",
+            Dim3::new(0, 0, 0),
+            Dim3::new(1, 1, 1),
+            block,
+            0,
+            warp_size,
+            thread,
+        );
+    }
+
+    /// What each thread of such a block reads from its right neighbour in its warp (wrapping;
+    /// the last warp may be short), each lane offering ten times its index.
+    fn right_neighbours(threads: u32, warp_size: u32) -> Vec<u64> {
+        let seen = Mutex::new(vec![0u64; threads as usize]);
+        let thread = || {
+            let t = thread_idx().x as u64;
+            let right = exchange(Group::Warp, t * 10, |lanes| {
+                lanes[(t as usize + 1) % lanes.len()].unwrap()
+            });
+            seen.lock().unwrap()[t as usize] = right;
+        };
+        run_one_block(threads, warp_size, &thread);
+        seen.into_inner().unwrap()
+    }
+
     /// Every thread logs before and after a barrier: no "after" comes before the last "before".
     #[test]
     #[cfg_attr(miri, ignore = "Miri cannot switch stacks")]
@@ -248,15 +277,7 @@ mod tests {
             sync_threads();
             log.lock().unwrap().push((1, t));
         };
-        run_block(
-            "test",
-            Dim3::new(0, 0, 0),
-            Dim3::new(1, 1, 1),
-            Dim3::new(70, 1, 1),
-            0,
-            32,
-            &thread,
-        );
+        run_one_block(70, 32, &thread);
         let log = log.into_inner().unwrap();
         assert_eq!(log.len(), 140);
         assert!(log[..70].iter().all(|&(phase, _)| phase == 0));
@@ -266,25 +287,7 @@ mod tests {
     #[test]
     #[cfg_attr(miri, ignore = "Miri cannot switch stacks")]
     fn warp_exchange_sees_the_lanes_of_its_warp() {
-        let seen = Mutex::new(vec![0u64; 40]);
-        let thread = || {
-            let t = thread_idx().x as u64;
-            // Each lane reads its right neighbour in the warp (wrapping); the last warp is short.
-            let right = exchange(Group::Warp, t * 10, |lanes| {
-                lanes[(t as usize + 1) % lanes.len()].unwrap()
-            });
-            seen.lock().unwrap()[t as usize] = right;
-        };
-        run_block(
-            "test",
-            Dim3::new(0, 0, 0),
-            Dim3::new(1, 1, 1),
-            Dim3::new(40, 1, 1),
-            0,
-            32,
-            &thread,
-        );
-        let seen = seen.into_inner().unwrap();
+        let seen = right_neighbours(40, 32);
         assert_eq!(seen[0], 10);
         assert_eq!(seen[31], 0);
         assert_eq!(seen[32], 330);
@@ -295,24 +298,7 @@ mod tests {
     #[test]
     #[cfg_attr(miri, ignore = "Miri cannot switch stacks")]
     fn warps_of_64_lanes() {
-        let seen = Mutex::new(vec![0u64; 80]);
-        let thread = || {
-            let t = thread_idx().x as u64;
-            let right = exchange(Group::Warp, t * 10, |lanes| {
-                lanes[(t as usize + 1) % lanes.len()].unwrap()
-            });
-            seen.lock().unwrap()[t as usize] = right;
-        };
-        run_block(
-            "test",
-            Dim3::new(0, 0, 0),
-            Dim3::new(1, 1, 1),
-            Dim3::new(80, 1, 1),
-            0,
-            64,
-            &thread,
-        );
-        let seen = seen.into_inner().unwrap();
+        let seen = right_neighbours(80, 64);
         assert_eq!(seen[31], 320);
         assert_eq!(seen[63], 0);
         assert_eq!(seen[64], 650);
@@ -330,15 +316,7 @@ mod tests {
             sync_threads();
             *after.lock().unwrap() += 1;
         };
-        run_block(
-            "test",
-            Dim3::new(0, 0, 0),
-            Dim3::new(1, 1, 1),
-            Dim3::new(64, 1, 1),
-            0,
-            32,
-            &thread,
-        );
+        run_one_block(64, 32, &thread);
         assert_eq!(after.into_inner().unwrap(), 32);
     }
 
@@ -352,18 +330,7 @@ mod tests {
                 sync_threads();
             }
         };
-        let panic = std::panic::catch_unwind(|| {
-            run_block(
-                "test",
-                Dim3::new(0, 0, 0),
-                Dim3::new(1, 1, 1),
-                Dim3::new(32, 1, 1),
-                0,
-                32,
-                &thread,
-            )
-        })
-        .unwrap_err();
+        let panic = std::panic::catch_unwind(|| run_one_block(32, 32, &thread)).unwrap_err();
         let message = panic.downcast_ref::<String>().unwrap();
         assert!(
             message.contains("threads 0-15 in a warp operation, 16-31 at a block barrier"),
