@@ -176,30 +176,28 @@ impl<'scope> Blas<'scope> {
         result: DeviceSlice<'scope, T>,
     ) -> Result<()> {
         self.check("offload::Blas::dot", &[x, y], result, (x, y), result)?;
-        match self.engine {
-            Engine::Cublas { handle, .. } => self.cublas("cublas<t>dot", || {
-                // SAFETY: each slice holds the elements cuBLAS reaches (checked above) until
-                // the scope ends, after the stream has run the call.
-                unsafe {
-                    T::dot(
-                        handle,
-                        x.len() as i64,
-                        x.device_ptr() as *const T,
-                        y.device_ptr() as *const T,
-                        result.device_ptr() as *mut T,
-                    )
-                }
-            }),
-            Engine::Host => {
+        self.run(
+            "cublas<t>dot",
+            // SAFETY: each slice holds the elements cuBLAS reaches (checked above) until the
+            // scope ends, after the stream has run the call.
+            |handle| unsafe {
+                T::dot(
+                    handle,
+                    x.len() as i64,
+                    x.device_ptr() as *const T,
+                    y.device_ptr() as *const T,
+                    result.device_ptr() as *mut T,
+                )
+            },
+            || {
                 // SAFETY: host memory of the scope, as long as checked; `result` overlaps
                 // neither (checked), and the host device's stream work has all run.
                 let (x, y) = unsafe { (host(x), host(y)) };
                 let sum = x.iter().zip(y).fold(T::ZERO, |s, (&a, &b)| s + a * b);
                 // SAFETY: as above.
                 unsafe { *(result.device_ptr() as *mut T) = sum };
-                Ok(())
-            }
-        }
+            },
+        )
     }
 
     /// `y += alpha[0] · x`, queued (`alpha` one element on the device).
@@ -210,28 +208,26 @@ impl<'scope> Blas<'scope> {
         y: DeviceSlice<'scope, T>,
     ) -> Result<()> {
         self.check("offload::Blas::axpy", &[alpha, x], y, (x, y), alpha)?;
-        match self.engine {
-            Engine::Cublas { handle, .. } => self.cublas("cublas<t>axpy", || {
-                // SAFETY: as in `dot`.
-                unsafe {
-                    T::axpy(
-                        handle,
-                        y.len() as i64,
-                        alpha.device_ptr() as *const T,
-                        x.device_ptr() as *const T,
-                        y.device_ptr() as *mut T,
-                    )
-                }
-            }),
-            Engine::Host => {
+        self.run(
+            "cublas<t>axpy",
+            // SAFETY: as in `dot`.
+            |handle| unsafe {
+                T::axpy(
+                    handle,
+                    y.len() as i64,
+                    alpha.device_ptr() as *const T,
+                    x.device_ptr() as *const T,
+                    y.device_ptr() as *mut T,
+                )
+            },
+            || {
                 // SAFETY: as in `dot`; `y` overlaps neither input (checked).
                 let (a, x, y) = unsafe { (host(alpha)[0], host(x), host_mut(y)) };
                 for (y, &x) in y.iter_mut().zip(x) {
                     *y = *y + a * x;
                 }
-                Ok(())
-            }
-        }
+            },
+        )
     }
 
     /// `x *= alpha[0]`, queued (`alpha` one element on the device).
@@ -241,25 +237,23 @@ impl<'scope> Blas<'scope> {
         x: DeviceSlice<'scope, T>,
     ) -> Result<()> {
         self.check("offload::Blas::scal", &[alpha], x, (x, x), alpha)?;
-        match self.engine {
-            Engine::Cublas { handle, .. } => self.cublas("cublas<t>scal", || {
-                // SAFETY: as in `dot`.
-                unsafe {
-                    T::scal(
-                        handle,
-                        x.len() as i64,
-                        alpha.device_ptr() as *const T,
-                        x.device_ptr() as *mut T,
-                    )
-                }
-            }),
-            Engine::Host => {
+        self.run(
+            "cublas<t>scal",
+            // SAFETY: as in `dot`.
+            |handle| unsafe {
+                T::scal(
+                    handle,
+                    x.len() as i64,
+                    alpha.device_ptr() as *const T,
+                    x.device_ptr() as *mut T,
+                )
+            },
+            || {
                 // SAFETY: as in `dot`; `x` does not overlap `alpha` (checked).
                 let (a, x) = unsafe { (host(alpha)[0], host_mut(x)) };
                 x.iter_mut().for_each(|x| *x = *x * a);
-                Ok(())
-            }
-        }
+            },
+        )
     }
 
     /// The stream not recording a graph (whose replays would not order the call), every operand
@@ -308,23 +302,24 @@ impl<'scope> Blas<'scope> {
         Ok(())
     }
 
-    /// Runs one cuBLAS call with the stream's context current on this thread.
-    fn cublas(
+    /// Runs one operation: on cuBLAS, `on_cublas` (cuBLAS's `operation`) with the handle and
+    /// the stream's context current on this thread; on the host device, `on_host`.
+    fn run(
         &self,
         operation: &'static str,
-        call: impl FnOnce() -> cublas::cublasStatus_t,
+        on_cublas: impl FnOnce(cublas::cublasHandle_t) -> cublas::cublasStatus_t,
+        on_host: impl FnOnce(),
     ) -> Result<()> {
-        let Engine::Cublas { context, .. } = self.engine else {
-            unreachable!("only called for cuBLAS");
-        };
-        bind(self.stream.device(), context)?;
-        match call() {
-            cublas::cublasStatus_t::CUBLAS_STATUS_SUCCESS => Ok(()),
-            status => Err(Error::Driver {
-                device: self.stream.device().name().to_string(),
-                operation,
-                message: format!("{status:?}"),
-            }),
+        match self.engine {
+            Engine::Cublas { handle, context } => {
+                let device = self.stream.device();
+                bind(device, context)?;
+                checked(device, operation, on_cublas(handle))
+            }
+            Engine::Host => {
+                on_host();
+                Ok(())
+            }
         }
     }
 }
@@ -351,33 +346,20 @@ fn cublas_engine(device: &Device, context: *mut c_void, stream: *mut c_void) -> 
         ));
     }
     bind(device, context)?;
-    let failed = |operation: &'static str| {
-        move |status: cublas::cublasStatus_t| Error::Driver {
-            device: device.name().to_string(),
-            operation,
-            message: format!("{status:?}"),
-        }
-    };
     let mut handle = std::ptr::null_mut();
     // SAFETY: the library is present; the context is current; `handle` is written on success.
     let status = unsafe { cublas::cublasCreate_v2(&mut handle) };
-    ok(status).map_err(failed("cublasCreate"))?;
+    checked(device, "cublasCreate", status)?;
     let engine = Engine::Cublas { handle, context };
     // SAFETY: a live handle; the stream belongs to the current context and outlives the handle
     // (both end with the scope, the handle first: `Blas` borrows the scope).
-    let configured =
-        ok(unsafe { cublas::cublasSetStream_v2(handle, stream as cublas::cudaStream_t) })
-            .map_err(failed("cublasSetStream"))
-            .and_then(|()| {
-                // SAFETY: a live handle.
-                ok(unsafe {
-                    cublas::cublasSetPointerMode_v2(
-                        handle,
-                        cublas::cublasPointerMode_t::CUBLAS_POINTER_MODE_DEVICE,
-                    )
-                })
-                .map_err(failed("cublasSetPointerMode"))
-            });
+    let status = unsafe { cublas::cublasSetStream_v2(handle, stream as cublas::cudaStream_t) };
+    let configured = checked(device, "cublasSetStream", status).and_then(|()| {
+        let device_pointers = cublas::cublasPointerMode_t::CUBLAS_POINTER_MODE_DEVICE;
+        // SAFETY: a live handle.
+        let status = unsafe { cublas::cublasSetPointerMode_v2(handle, device_pointers) };
+        checked(device, "cublasSetPointerMode", status)
+    });
     if let Err(e) = configured {
         // SAFETY: created above, used by no one.
         let _ = unsafe { cublas::cublasDestroy_v2(handle) };
@@ -386,10 +368,15 @@ fn cublas_engine(device: &Device, context: *mut c_void, stream: *mut c_void) -> 
     Ok(engine)
 }
 
-fn ok(status: cublas::cublasStatus_t) -> std::result::Result<(), cublas::cublasStatus_t> {
+/// A cuBLAS call's `status`: a failure is `Error::Driver`, naming `operation` on `device`.
+fn checked(device: &Device, operation: &'static str, status: cublas::cublasStatus_t) -> Result<()> {
     match status {
         cublas::cublasStatus_t::CUBLAS_STATUS_SUCCESS => Ok(()),
-        other => Err(other),
+        status => Err(Error::Driver {
+            device: device.name().to_string(),
+            operation,
+            message: format!("{status:?}"),
+        }),
     }
 }
 
