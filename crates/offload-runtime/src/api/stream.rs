@@ -327,24 +327,42 @@ impl<'scope> Stream<'scope> {
         src: &'scope [T],
         dst: impl OutArg<T> + StreamArg<'scope>,
     ) -> Result<()> {
-        self.refuse_while_recording("offload::Stream::upload_into")?;
-        let dst = dst.into_kernel_arg();
-        let (addr, len) = self.resident("offload::Stream::upload_into", "dst", &dst)?;
-        if len != src.len() {
+        let what = "offload::Stream::upload_into";
+        self.queue_copy(what, "dst", dst.into_kernel_arg(), src.len(), |dst| {
+            // SAFETY: `dst` holds `src.len()` elements; `src` is borrowed for the scope, which
+            // waits for the copy.
+            unsafe { self.copy_in(dst, src) }
+        })
+    }
+
+    /// A copy between host memory of `host_len` elements and `device_data` (the `argument` of
+    /// `what`): refused while recording, unless `device_data` is device data of this stream's
+    /// device of that length, then ordered after the other streams' uses of it and queued by
+    /// `copy`, given its address (not called when empty).
+    fn queue_copy(
+        &self,
+        what: &'static str,
+        argument: &'static str,
+        device_data: KernelArg<'_>,
+        host_len: usize,
+        copy: impl FnOnce(DevicePtr) -> Result<()>,
+    ) -> Result<()> {
+        self.refuse_while_recording(what)?;
+        let (addr, len) = self.resident(what, argument, &device_data)?;
+        if len != host_len {
             return Err(Error::LengthMismatch {
-                what: "Stream::upload_into",
+                // Named as the method (`Stream::download`).
+                what: what.strip_prefix("offload::").unwrap_or(what),
                 expected: len,
-                found: src.len(),
+                found: host_len,
             });
         }
-        if src.is_empty() {
+        if host_len == 0 {
             return Ok(());
         }
-        let claim = claim_uses(std::slice::from_ref(&dst));
+        let claim = claim_uses(std::slice::from_ref(&device_data));
         claim.order_on(&self.queue.backend)?;
-        // SAFETY: `dst` holds `src.len()` elements; `src` is borrowed for the scope, which waits
-        // for the copy.
-        unsafe { self.copy_in(DevicePtr(addr), src)? };
+        copy(DevicePtr(addr))?;
         claim.queued_on(&self.queue.backend);
         Ok(())
     }
@@ -444,35 +462,18 @@ impl<'scope> Stream<'scope> {
         src: impl InArg<T> + StreamArg<'scope>,
         dst: &'scope mut [T],
     ) -> Result<()> {
-        self.refuse_while_recording("offload::Stream::download")?;
-        let src = src.into_kernel_arg();
-        let (addr, len) = self.resident("offload::Stream::download", "src", &src)?;
-        if len != dst.len() {
-            return Err(Error::LengthMismatch {
-                what: "Stream::download",
-                expected: len,
-                found: dst.len(),
-            });
-        }
-        if dst.is_empty() {
-            return Ok(());
-        }
         let (host, bytes) = (dst.as_mut_ptr() as *mut u8, size_of_val(dst));
-        let claim = claim_uses(std::slice::from_ref(&src));
-        claim.order_on(&self.queue.backend)?;
-        // SAFETY: `src` holds `dst.len()` elements; `dst` is borrowed for the scope, which waits
-        // for the copy.
-        unsafe {
-            self.queue
-                .backend
-                .copy_from_device(host, DevicePtr(addr), bytes)?
-        };
-        claim.queued_on(&self.queue.backend);
-        let device = &self.queue.device;
-        if !device.memory_is_host() {
-            trace::queued_copy_from_device(device.id(), device.name(), host, bytes);
-        }
-        Ok(())
+        let what = "offload::Stream::download";
+        self.queue_copy(what, "src", src.into_kernel_arg(), dst.len(), |src| {
+            // SAFETY: `src` holds `dst.len()` elements; `dst` is borrowed for the scope, which
+            // waits for the copy.
+            unsafe { self.queue.backend.copy_from_device(host, src, bytes)? };
+            let device = &self.queue.device;
+            if !device.memory_is_host() {
+                trace::queued_copy_from_device(device.id(), device.name(), host, bytes);
+            }
+            Ok(())
+        })
     }
 
     /// The vendor's handle of this stream, for vendor libraries to queue work in order with
