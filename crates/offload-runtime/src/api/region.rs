@@ -466,38 +466,17 @@ mod tests {
     use crate::api::launch::launch;
     use crate::api::map::{alloc, from, present, to};
     use crate::mapping::kernel::Kernel;
+    use crate::mapping::mock_kernels::{image, kernel_of, mock_of as mock};
     use crate::mapping::trace::{thread_counters, Counters};
-    use crate::plugins::mock::{MockGpu, MOCK_TARGET};
-    use crate::plugins::PackedArgs;
-    use crate::{DeviceImage, ImageFormat, ImageSet, Launch};
-    use std::sync::Arc;
+    use crate::{ImageSet, Launch};
 
     static MOCK_IMAGES: ImageSet = ImageSet {
-        images: &[DeviceImage {
-            format: ImageFormat::Ptx,
-            target: MOCK_TARGET,
-            bytes: b"mock image",
-        }],
+        images: &[image(b"mock image")],
         kernels: &["saxpy"],
         unavailable: None,
     };
     /// Never runs on the mock: its launches only record their parameters.
-    unsafe fn no_host_thread(_: &PackedArgs) {}
-    unsafe fn no_host_threads(_: &PackedArgs, _: offload_kernel::host_context::ThreadRange) {}
-    static SAXPY: Kernel = Kernel {
-        name: "saxpy",
-        images: &MOCK_IMAGES,
-        host_thread: no_host_thread,
-        host_threads: no_host_threads,
-        params: &["a", "x", "y"],
-        share: crate::mapping::kernel::ThreadShare::Batched,
-    };
-
-    fn mock(capacity: usize) -> (Arc<MockGpu>, Device) {
-        let gpu = Arc::new(MockGpu::new(capacity));
-        let device = Device::unlisted(gpu.clone());
-        (gpu, device)
-    }
+    static SAXPY: Kernel = kernel_of("saxpy", &MOCK_IMAGES, &["a", "x", "y"]);
 
     /// What a generated `saxpy::launch` does.
     fn saxpy(device: &Device, a: f32, x: impl InArg<f32>, y: impl OutArg<f32>) -> Result<()> {

@@ -78,24 +78,15 @@ fn shared(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::mapping::mock_kernels::kernel_of;
     use crate::plugins::image::ImageSet;
-    use crate::plugins::PackedArgs;
 
     static NO_IMAGES: ImageSet = ImageSet {
         images: &[],
         kernels: &[],
         unavailable: None,
     };
-    unsafe fn no_host_thread(_: &PackedArgs) {}
-    unsafe fn no_host_threads(_: &PackedArgs, _: offload_kernel::host_context::ThreadRange) {}
-    static COPY: Kernel = Kernel {
-        name: "copy",
-        images: &NO_IMAGES,
-        host_thread: no_host_thread,
-        host_threads: no_host_threads,
-        params: &["n", "x", "y"],
-        share: crate::mapping::kernel::ThreadShare::Batched,
-    };
+    static COPY: Kernel = kernel_of("copy", &NO_IMAGES, &["n", "x", "y"]);
 
     /// `len` floats at `addr` on device 1.
     fn floats<'a>(addr: u64, len: usize, writable: bool) -> KernelArg<'a> {

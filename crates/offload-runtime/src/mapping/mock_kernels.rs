@@ -26,21 +26,37 @@ pub(crate) static GOOD: ImageSet = ImageSet {
     unavailable: None,
 };
 
+/// A kernel of parameters `value` and `out`.
 pub(crate) const fn kernel(name: &'static str, images: &'static ImageSet) -> Kernel {
+    kernel_of(name, images, &["value", "out"])
+}
+
+/// A kernel of parameters `params`, for tests whose errors name them.
+pub(crate) const fn kernel_of(
+    name: &'static str,
+    images: &'static ImageSet,
+    params: &'static [&'static str],
+) -> Kernel {
     Kernel {
         name,
         images,
         host_thread: host_build,
         host_threads: host_threads_build,
-        params: &["value", "out"],
+        params,
         share: ThreadShare::Batched,
     }
 }
 
 pub(crate) static FILL: Kernel = kernel("fill", &GOOD);
 
+/// A mock GPU of 1 MiB and its device.
 pub(crate) fn mock() -> (Arc<MockGpu>, Device) {
-    let gpu = Arc::new(MockGpu::new(1 << 20));
+    mock_of(1 << 20)
+}
+
+/// A mock GPU of `capacity` bytes and its device.
+pub(crate) fn mock_of(capacity: usize) -> (Arc<MockGpu>, Device) {
+    let gpu = Arc::new(MockGpu::new(capacity));
     let device = Device::unlisted(gpu.clone());
     (gpu, device)
 }
