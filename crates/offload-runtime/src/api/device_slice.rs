@@ -17,7 +17,7 @@
 //! ranges where one is written is refused with [`crate::Error::InvalidArgument`] naming both
 //! parameters, before anything is queued or moved. Read-only uses may overlap freely.
 
-use crate::api::map::{sealed::Sealed, InArg, OutArg, StreamArg};
+use crate::api::arg_traits::{sealed::Sealed, InArg, OutArg, StreamArg};
 use crate::api::stream_mode::StreamMode;
 use crate::mapping::kernel::KernelArg;
 use crate::mapping::ordering::Uses;

@@ -11,8 +11,8 @@
 //! last write, a write for the reads and the write before it. Freeing it waits for the queued
 //! work that uses it. [`DeviceVec::slice`] and [`DeviceVec::slice_mut`] pass a sub-range.
 
+use crate::api::arg_traits::{sealed::Sealed, InArg, OutArg, StreamArg};
 use crate::api::device_view::{DeviceView, DeviceViewMut, ViewArg};
-use crate::api::map::{sealed::Sealed, InArg, OutArg, StreamArg};
 use crate::api::stream_mode::Borrows;
 use crate::mapping::device::Device;
 use crate::mapping::kernel::KernelArg;

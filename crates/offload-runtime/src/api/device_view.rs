@@ -3,7 +3,7 @@
 //! launches and `enqueue` see only those elements. They borrow the vector as `&v` and `&mut v`
 //! do, so the vector orders and outlives their uses in the same way.
 
-use crate::api::map::{sealed::Sealed, InArg, OutArg, StreamArg};
+use crate::api::arg_traits::{sealed::Sealed, InArg, OutArg, StreamArg};
 use crate::api::stream_mode::Borrows;
 use crate::mapping::kernel::KernelArg;
 use crate::mapping::ordering::Uses;

@@ -1,11 +1,12 @@
 //! The launch API, the top of the runtime: what the generated launchers and users call.
 //! Launches (`launch`: device, shape and entry checks; kept per thread in `prepared`, with
 //! their parameters' layout in `param_layout`; prepared once on a stream in
-//! `prepared_enqueue`), map kinds at the call site (`map`), data regions (`region`), streams
+//! `prepared_enqueue`), map kinds at the call site and what a launcher's parameters accept (`map`, `arg_traits`), data regions (`region`), streams
 //! and what their handles do (`stream`, `stream_mode`), recorded launches (`graph`), device
 //! data (`device_vec`, `device_view`, `device_slice`, `pinned`), array views as arguments
 //! (`nd`) and cuBLAS on device slices (`blas`). It uses only the mapping layer and the plugins.
 
+pub(crate) mod arg_traits;
 #[cfg(feature = "cublas")]
 pub mod blas;
 pub(crate) mod device_slice;
