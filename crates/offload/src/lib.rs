@@ -176,10 +176,10 @@ pub mod guide {
 #[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
 pub mod __private {
     pub use offload_kernel::host_context::{run_threads, ThreadRange};
-    pub use offload_runtime::backend::PackedArgs;
     pub use offload_runtime::kernel::{Kernel, KernelArg, ThreadShare};
     pub use offload_runtime::launch::launch;
     pub use offload_runtime::ordering::set_tracking;
+    pub use offload_runtime::plugins::PackedArgs;
     pub use offload_runtime::prepared_enqueue::{prepare, PreparedEnqueue};
     pub use offload_runtime::stream::enqueue;
 }

@@ -75,7 +75,7 @@ fn every_readme_example_line_is_in_a_doctest() {
     }
     for file in [
         "crates/offload/src/lib.rs",
-        "crates/offload-runtime/src/blas.rs",
+        "crates/offload-runtime/src/api/blas.rs",
         "crates/offload-build/src/lib.rs",
     ] {
         doctests.extend(visible_doctest_lines(&doc_comments(&read(file))));
