@@ -221,6 +221,42 @@ fn stream_reductions_stay_on_the_device(device: &Device) {
     assert_eq!(two.to_vec().unwrap(), vec![0.0, once]);
 }
 
+/// A recorded graph with two reductions, replayed: each replay adds what one launch adds (its
+/// scratch is kept for the graph, and each launch leaves it as it found it), bit for bit.
+fn graph_reductions(device: &Device) {
+    let n = 40_003;
+    let x: Vec<f64> = floats(n, 10).iter().map(|&v| v as f64).collect();
+    let ints: Vec<u32> = ints(n, 11).iter().map(|&v| v as u32).collect();
+    let (mut once, mut once_int) = (0.0, 0u32);
+    reductions::sum_f64::launch(Launch::on(device).grid(20), &x, &mut once).unwrap();
+    reductions::sum_u32::launch(Launch::on(device).grid(7).block(96), &ints, &mut once_int)
+        .unwrap();
+    let (xd, intsd) = (
+        DeviceVec::from_slice(device, &x).unwrap(),
+        DeviceVec::from_slice(device, &ints).unwrap(),
+    );
+    let mut total = DeviceVec::from_slice(device, &[0.5f64]).unwrap();
+    let mut total_int = DeviceVec::from_slice(device, &[3u32]).unwrap();
+    let replays = 5;
+    let recorded = offload::scope(|s| {
+        let stream = s.stream(device)?;
+        let graph = stream.record_graph(|s| {
+            reductions::sum_f64::enqueue(s, Launch::auto().grid(20), &xd, &mut total)?;
+            reductions::sum_u32::enqueue(s, Launch::auto().grid(7).block(96), &intsd, &mut total_int)
+        })?;
+        for _ in 0..replays {
+            graph.launch()?;
+        }
+        Ok(graph.len())
+    })
+    .unwrap();
+    assert_eq!(recorded, 2);
+    let expected = (0..replays).fold(0.5f64, |acc, _| acc + once);
+    assert_eq!(total.to_vec().unwrap()[0].to_bits(), expected.to_bits());
+    let expected_int = (0..replays).fold(3u32, |acc, _| acc.wrapping_add(once_int));
+    assert_eq!(total_int.to_vec().unwrap()[0], expected_int);
+}
+
 /// In a data region, the input mapped once and the reduction's value a plain host value.
 fn region_reductions(device: &Device) {
     let x: Vec<f64> = floats(10_000, 9).iter().map(|&v| v as f64).collect();
@@ -268,6 +304,10 @@ mod host {
     #[test]
     fn region_reductions() {
         super::region_reductions(&Device::host());
+    }
+    #[test]
+    fn graph_reductions() {
+        super::graph_reductions(&Device::host());
     }
 }
 
@@ -322,6 +362,12 @@ mod gpu {
     fn region_reductions() {
         if let Some(gpu) = gpu("region_reductions") {
             super::region_reductions(&gpu);
+        }
+    }
+    #[test]
+    fn graph_reductions() {
+        if let Some(gpu) = gpu("graph_reductions") {
+            super::graph_reductions(&gpu);
         }
     }
 }

@@ -9,7 +9,7 @@
 //! device data and the values it was given then.
 //!
 //! Safety rules: a recorded launch takes device-resident data (stream-scope [`DeviceSlice`]s,
-//! `DeviceVec`s, data regions' handles) and values only, never host slices, whose copies would
+//! `DeviceVec`s, data regions' handles, a reduction's target among them) and values only, never host slices, whose copies would
 //! have to be redone with each replay. Launches are recorded through the handle that
 //! `record_graph` gives its body (a `Stream<'scope, Records<'g>>`, see `crate::api::stream_mode`):
 //! its `enqueue` borrows a `DeviceVec` (or a view of one) for the graph's lifetime `'g`, and the
@@ -26,8 +26,8 @@ use crate::mapping::device::Device;
 use crate::mapping::kernel::{uses_of, ArgData, Kernel, KernelArg};
 use crate::mapping::loaded::{Entry, LoadedImage};
 use crate::mapping::ordering::{Claim, Uses};
-use crate::mapping::transfer::{kernel_failed, pack};
-use crate::plugins::{Backend, EntryHandle, PackedArgs, RecordedWork, Shape};
+use crate::mapping::transfer::{kernel_failed, pack, HostData};
+use crate::plugins::{Backend, DevicePtr, EntryHandle, PackedArgs, RecordedWork, Shape};
 use crate::{Error, Result};
 use std::marker::PhantomData;
 use std::ptr::NonNull;
@@ -112,9 +112,12 @@ impl Recording {
 
     /// Record a launch of `kernel` (its `entry` on `device`) in `shape` with `args`, all of them
     /// device-resident data or values, given to the recording handle's `enqueue` (so borrowed
-    /// for the graph's lifetime or the scope's).
+    /// for the graph's lifetime or the scope's). `scratch` gives a reduction's scratch of so
+    /// many bytes, zeroed and kept for the stream's scope, which every replay is in.
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn add(
         &mut self,
+        scratch: &mut dyn FnMut(usize) -> Result<DevicePtr>,
         queue: &dyn Backend,
         device: &Device,
         kernel: &'static Kernel,
@@ -138,20 +141,12 @@ impl Recording {
                     .to_string(),
             });
         }
-        if args
-            .iter()
-            .any(|a| matches!(a.data, ArgData::Scratch { .. }))
-        {
-            return Err(Error::InvalidLaunch {
-                kernel: kernel.name,
-                device: device.name().to_string(),
-                reason: "a kernel with #[reduce] parameters cannot be recorded in a graph yet: \
-                         launch it on a running stream"
-                    .to_string(),
-            });
-        }
-        let (params, _) = pack(device, kernel.name, args, shape.grid.count(), |_| {
-            unreachable!("host slices with bytes were refused above")
+        // A reduction's scratch is allocated once, for every replay: the launch's last block
+        // sets its counter back to zero (`offload_kernel::reduce::combine_launch`), so each
+        // replay finds it as the first did.
+        let (params, _) = pack(device, kernel.name, args, shape.grid.count(), |data| match data {
+            HostData::Scratch { bytes } => scratch(bytes),
+            _ => unreachable!("host slices with bytes were refused above"),
         })?;
         if self.by_plugin {
             // SAFETY: `params` were packed from this kernel's launcher's arguments, all device

@@ -653,7 +653,21 @@ impl<'scope, M: StreamMode> Stream<'scope, M> {
                         .to_string(),
                 });
             }
-            return recording.add(backend, device, kernel, entry, shape, args);
+            let mut scratch = |bytes| {
+                let queue = device.queue();
+                let ptr = queue.alloc(kernel.name, bytes)?;
+                let allocation = Box::new(ScopeAllocation::new(queue.clone(), ptr));
+                // SAFETY: `ptr` holds `bytes`. Zeroed on the device's own queue, which every
+                // replay waits for (`Graph::launch`).
+                unsafe { queue.fill_zero(ptr, bytes)? };
+                self.queue
+                    .allocations
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .push(allocation);
+                Ok(ptr)
+            };
+            return recording.add(&mut scratch, backend, device, kernel, entry, shape, args);
         }
         drop(recording);
         let mut buffers = Vec::new();
