@@ -3,21 +3,20 @@
 //!
 //! Each block computes a 128 × 128 tile of C, its 8 warps 64 × 32 each, from slices of A
 //! (128 × 16) and B (16 × 128) staged in shared memory with asynchronous copies, four deep.
-//! Fragments are read from shared memory 16 bytes (two values) at a time, without bank
-//! conflicts:
-//! - the sum over `k` is relabelled: the fragments' values 4 apart in `k` (a lane's A values
-//!   `t` and `t + 4`, `t + 8`, … of its row, and its B values of those rows) are adjacent
-//!   in shared memory (fragment position `t + 4q` of a step of `K` is column or row
-//!   `(K / 4) · t + q`);
-//! - the warp's columns are relabelled too: the B fragments of column `n` of two neighbouring
-//!   8-column tiles are adjacent (column `16p + 2n + j % 2` of tile `j = 2p, 2p + 1`), so a lane
-//!   stores 4 adjacent elements of C per row;
-//! - rows of A swap halves of their chunks, rows of B permute theirs (XOR swizzles), so that
-//!   every phase of a warp's 16-byte reads touches 8 different bank groups.
+//! The tensor cores compute the transposed product, `Cᵀ = Bᵀ · Aᵀ` (their A operand from B's
+//! slice, their B operand from A's), and two relabellings put every pair of values that a
+//! fragment holds in adjacent registers next to each other in shared memory, so that each
+//! 16-byte read fills two fragment registers with no moves in between:
+//! - the sum over `k`: fragment position `t + 4q` of a step of depth `K` is column (of A) or
+//!   row (of B) `(K / 4) · t + q` of the step;
+//! - the columns of C: in each group of 16, column `n` of the tensor cores' 16-row tile is
+//!   column `2 (n % 8) + n / 8`, so a lane's values of columns `n` and `n + 8` are adjacent (and
+//!   it stores C two adjacent elements at a time).
 //!
-//! The products are the same as in any order (each element of C is the sum of the products
-//! of `k` in some order, one rounding per fused multiply-add); the host backend runs the same
-//! code and gives the same bits.
+//! Rows of A swap halves of their chunks, rows of B permute theirs (XOR swizzles), so that every
+//! phase of a warp's 16-byte reads touches 8 different bank groups. Each element of C is the sum
+//! of its products in some order, one rounding per fused multiply-add; the host backend runs the
+//! same code and gives the same bits.
 use super::gemm_tiles::{chunks_aligned, grouped_tile, pipelined, stage_tile, stages_in, unroll};
 use super::tensor::MatDims;
 use offload::mma::{m16n8k16_f64, m16n8k8_f64, Acc16x8F64, MatrixMut, MatrixRef};
@@ -72,8 +71,9 @@ pub trait Step {
     /// Rows of B that share one permutation of their chunks.
     const B_ROWS: usize;
 
-    /// Adds this warp's part (rows from `wr`, columns from `wc`) of the product of the slice in
-    /// stage `s` into `acc` (`[i][j]`: rows `16 i`, the `j`-th 8 columns as relabelled).
+    /// Adds this warp's part (rows of C from `wr`, columns from `wc`) of the product of the
+    /// slice in stage `s` into `acc` (`[p][q]`: the tensor cores' tile of C's columns
+    /// `16 p ..` (relabelled) and rows `8 q ..`).
     ///
     /// # Safety
     /// Stage `s` has landed (the block waited and met at a barrier since) and is not written
@@ -83,7 +83,7 @@ pub trait Step {
         smem: SharedSlice<f64>,
         s: usize,
         warp_tile: (usize, usize),
-        acc: &mut [[Acc16x8F64; 4]; 4],
+        acc: &mut [[Acc16x8F64; 8]; 2],
     );
 }
 
@@ -99,13 +99,13 @@ fn b_at<S: Step>(s: usize, r: usize, c: usize) -> usize {
     s * STAGE_LEN + BM * BK + r * BN + 2 * (c ^ (2 * ((r / S::B_ROWS) & 3)))
 }
 
-/// Multiplies with `m16n8k8_f64`: two steps per slice, 4 A and 2 B values per fragment.
+/// Multiplies with `m16n8k8_f64`: two steps per slice, 4 values of B and 2 of A per fragment.
 #[derive(Clone, Copy)]
 pub struct Depth8;
 
 impl Step for Depth8 {
-    // A lane reads chunk t of each 4 (its row's columns 2t, 2t + 1): rows g and g + 1 of a
-    // read phase must use different halves. B: a lane reads rows 2t and 2t + 1.
+    // A lane reads chunk t of each 4 of A's rows g (its columns 2t, 2t + 1): rows g and g + 1
+    // of a read phase must use different halves. B: a lane reads rows 2t and 2t + 1.
     const A_SWIZZLE: usize = 4;
     const B_ROWS: usize = 2;
 
@@ -114,48 +114,43 @@ impl Step for Depth8 {
         smem: SharedSlice<f64>,
         s: usize,
         (wr, wc): (usize, usize),
-        acc: &mut [[Acc16x8F64; 4]; 4],
+        acc: &mut [[Acc16x8F64; 8]; 2],
     ) {
         let lane = lane_id() as usize;
         let (g, t) = (lane / 4, lane % 4);
         unroll!(step in [0, 1] {
-            let mut fa = [m16n8k8_f64::A::ZERO; 4];
-            unroll!(i in [0, 1, 2, 3] {
-                let r = wr + 16 * i + g;
-                // SAFETY: (all reads) the caller's contract; the offsets lie in stage s.
-                let (lo, hi) = unsafe {
-                    (pair(smem, a_at::<Self>(s, r, 4 * step + t)),
-                     pair(smem, a_at::<Self>(s, r + 8, 4 * step + t)))
-                };
-                fa[i] = m16n8k8_f64::A([lo[0], hi[0], lo[1], hi[1]]);
-            });
-            let mut fb = [m16n8k8_f64::B::ZERO; 4];
+            let mut fa = [m16n8k8_f64::A::ZERO; 2];
             unroll!(p in [0, 1] {
-                let c = wc / 2 + 8 * p + g;
-                let k = 8 * step + 2 * t;
-                // SAFETY: as above.
+                let (k, c) = (8 * step + 2 * t, wc / 2 + 8 * p + g);
+                // SAFETY: (all reads) the caller's contract; the offsets lie in stage s.
                 let (e0, e1) = unsafe {
                     (pair(smem, b_at::<Self>(s, k, c)), pair(smem, b_at::<Self>(s, k + 1, c)))
                 };
-                fb[2 * p] = m16n8k8_f64::B([e0[0], e1[0]]);
-                fb[2 * p + 1] = m16n8k8_f64::B([e0[1], e1[1]]);
+                fa[p] = m16n8k8_f64::A([e0[0], e0[1], e1[0], e1[1]]);
             });
-            unroll!(i in [0, 1, 2, 3] {
-                unroll!(j in [0, 1, 2, 3] {
-                    acc[i][j] = m16n8k8_f64::mma(&fa[i], &fb[j], acc[i][j]);
+            let mut fb = [m16n8k8_f64::B::ZERO; 8];
+            unroll!(q in [0, 1, 2, 3, 4, 5, 6, 7] {
+                // SAFETY: as above.
+                fb[q] = m16n8k8_f64::B(unsafe {
+                    pair(smem, a_at::<Self>(s, wr + 8 * q + g, 4 * step + t))
+                });
+            });
+            unroll!(p in [0, 1] {
+                unroll!(q in [0, 1, 2, 3, 4, 5, 6, 7] {
+                    acc[p][q] = m16n8k8_f64::mma(&fa[p], &fb[q], acc[p][q]);
                 });
             });
         });
     }
 }
 
-/// Multiplies with `m16n8k16_f64`: one step per slice, 8 A and 4 B values per fragment.
+/// Multiplies with `m16n8k16_f64`: one step per slice, 8 values of B and 4 of A per fragment.
 #[derive(Clone, Copy)]
 pub struct Depth16;
 
 impl Step for Depth16 {
-    // A lane reads chunks 2t and 2t + 1 of its row (columns 4t..4t + 4): rows g and g + 1 of a
-    // read phase must differ in the chunk's lowest bit. B: a lane reads rows 4t..4t + 4.
+    // A lane reads chunks 2t and 2t + 1 of A's rows g (columns 4t..4t + 4): rows g and g + 1 of
+    // a read phase must differ in the chunk's lowest bit. B: a lane reads rows 4t..4t + 4.
     const A_SWIZZLE: usize = 1;
     const B_ROWS: usize = 4;
 
@@ -164,39 +159,31 @@ impl Step for Depth16 {
         smem: SharedSlice<f64>,
         s: usize,
         (wr, wc): (usize, usize),
-        acc: &mut [[Acc16x8F64; 4]; 4],
+        acc: &mut [[Acc16x8F64; 8]; 2],
     ) {
         let lane = lane_id() as usize;
         let (g, t) = (lane / 4, lane % 4);
-        let mut fa = [m16n8k16_f64::A::ZERO; 4];
-        unroll!(i in [0, 1, 2, 3] {
-            let r = wr + 16 * i + g;
-            // SAFETY: (all reads) the caller's contract; the offsets lie in stage s.
-            let [lo0, lo1, hi0, hi1] = unsafe {
-                [
-                    pair(smem, a_at::<Self>(s, r, 2 * t)),
-                    pair(smem, a_at::<Self>(s, r, 2 * t + 1)),
-                    pair(smem, a_at::<Self>(s, r + 8, 2 * t)),
-                    pair(smem, a_at::<Self>(s, r + 8, 2 * t + 1)),
-                ]
-            };
-            fa[i] = m16n8k16_f64::A([
-                lo0[0], hi0[0], lo0[1], hi0[1], lo1[0], hi1[0], lo1[1], hi1[1],
-            ]);
-        });
-        let mut fb = [m16n8k16_f64::B::ZERO; 4];
+        let mut fa = [m16n8k16_f64::A::ZERO; 2];
         unroll!(p in [0, 1] {
             let c = wc / 2 + 8 * p + g;
-            // SAFETY: as above.
-            let e = unsafe {
-                [0, 1, 2, 3].map(|q| pair(smem, b_at::<Self>(s, 4 * t + q, c)))
-            };
-            fb[2 * p] = m16n8k16_f64::B([e[0][0], e[1][0], e[2][0], e[3][0]]);
-            fb[2 * p + 1] = m16n8k16_f64::B([e[0][1], e[1][1], e[2][1], e[3][1]]);
+            // SAFETY: (all reads) the caller's contract; the offsets lie in stage s.
+            let e = unsafe { [0, 1, 2, 3].map(|q| pair(smem, b_at::<Self>(s, 4 * t + q, c))) };
+            fa[p] = m16n8k16_f64::A([
+                e[0][0], e[0][1], e[1][0], e[1][1], e[2][0], e[2][1], e[3][0], e[3][1],
+            ]);
         });
-        unroll!(i in [0, 1, 2, 3] {
-            unroll!(j in [0, 1, 2, 3] {
-                acc[i][j] = m16n8k16_f64::mma(&fa[i], &fb[j], acc[i][j]);
+        let mut fb = [m16n8k16_f64::B::ZERO; 8];
+        unroll!(q in [0, 1, 2, 3, 4, 5, 6, 7] {
+            let r = wr + 8 * q + g;
+            // SAFETY: as above.
+            let (x0, x1) = unsafe {
+                (pair(smem, a_at::<Self>(s, r, 2 * t)), pair(smem, a_at::<Self>(s, r, 2 * t + 1)))
+            };
+            fb[q] = m16n8k16_f64::B([x0[0], x0[1], x1[0], x1[1]]);
+        });
+        unroll!(p in [0, 1] {
+            unroll!(q in [0, 1, 2, 3, 4, 5, 6, 7] {
+                acc[p][q] = m16n8k16_f64::mma(&fa[p], &fb[q], acc[p][q]);
             });
         });
     }
@@ -254,28 +241,25 @@ pub fn dgemm<S: Step>(dims: MatDims, a: &[f64], b: &[f64], c: &mut [f64]) {
                 );
             }
         };
-        let mut acc = [[Acc16x8F64::ZERO; 4]; 4];
+        let mut acc = [[Acc16x8F64::ZERO; 8]; 2];
         pipelined(k.div_ceil(BK), stages, stage, |s| {
             // SAFETY: stage s has landed (wait and barrier in `pipelined`) and is not written
             // until every warp has passed the next barrier; the whole warp runs this; s <
             // stages, which `stages_in` checked to fit.
             unsafe { S::multiply(smem, s, (wr, wc), &mut acc) };
         });
-        // Tiles 2p and 2p + 1 hold, in this lane's rows g and g + 8, the 4 adjacent columns
-        // 16p + 4t.. (see the module docs): elements 0, 1 are row g, 2, 3 row g + 8.
-        unroll!(i in [0, 1, 2, 3] {
-            unroll!(p in [0, 1] {
-                unroll!(half in [0, 1] {
-                    let (x, y) = (acc[i][2 * p].0, acc[i][2 * p + 1].0);
-                    let row = row0 + wr + 16 * i + g + 8 * half;
-                    let col = col0 + wc + 16 * p + 4 * t;
-                    // SAFETY: these 4 elements belong to this lane of this warp of this block's
-                    // tile alone.
-                    unsafe {
-                        cm.set_pair(row, col, x[2 * half], y[2 * half]);
-                        cm.set_pair(row, col + 2, x[2 * half + 1], y[2 * half + 1]);
-                    }
-                });
+        // Tile [p][q] holds, in this lane's elements 0 and 2 (1 and 3), C's row 8q + 2t
+        // (+ 1) at the adjacent columns 16p + 2g, + 1 (see the module docs).
+        unroll!(p in [0, 1] {
+            unroll!(q in [0, 1, 2, 3, 4, 5, 6, 7] {
+                let d = acc[p][q].0;
+                let (row, col) = (row0 + wr + 8 * q + 2 * t, col0 + wc + 16 * p + 2 * g);
+                // SAFETY: these 4 elements belong to this lane of this warp of this block's
+                // tile alone.
+                unsafe {
+                    cm.set_pair(row, col, d[0], d[2]);
+                    cm.set_pair(row + 1, col, d[1], d[3]);
+                }
             });
         });
         tile += grid_dim().x as usize;

@@ -7,7 +7,9 @@
 //! are [`Acc16x8F64`]. Each result element is `c` followed by K fused multiply-adds, `k`
 //! ascending, rounded to nearest-even: the host backend computes exactly that.
 
+#[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
 use super::fragment::Acc16x8F64;
+use super::{group_and_thread, require_tensor_cores};
 
 /// Row and column, in the 16 × K tile, of element `i` of the A fragment of the lane in group
 /// `g` with index `t` in it.
@@ -23,13 +25,13 @@ const fn b_element(g: usize, t: usize, i: usize) -> (usize, usize) {
 }
 
 /// Refuses an `f64` sm_90 shape where there is none: below sm_80 at compile time and on AMD or
-/// SPIR-V when it runs (as every tensor-core operation, see [`super::require_tensor_cores`]);
+/// SPIR-V when it runs (as every tensor-core operation, see `require_tensor_cores`);
 /// in an image for sm_80 to sm_89 with a panic when it runs, so that a module holding such a
 /// kernel still builds for those GPUs, and launching it fails with this message
 /// (`Error::KernelFailed`).
 #[inline(always)]
 fn require_sm90<T>() {
-    super::require_tensor_cores::<T>();
+    require_tensor_cores::<T>();
     #[cfg(all(
         target_arch = "nvptx64",
         not(feature = "spirv"),
@@ -82,14 +84,13 @@ macro_rules! f64_shape {
         #[doc = concat!(
             "`D (16×8) = A (16×", stringify!($k), ") · B (", stringify!($k), "×8) + C (16×8)` in `f64` (PTX `mma.sync.aligned.",
             $shape, ".row.col.f64.f64.f64.f64`), sm_90 and newer. ", $doc, "\n\n",
-            "Fragments: see [the f64 shapes of sm_90](crate::mma#the-f64-shapes-of-sm_90). Each result element is `c` followed by ",
+            "Fragments: see *The f64 shapes of sm_90* in the `mma` module. Each result element is `c` followed by ",
             stringify!($k), " fused multiply-adds, `k` ascending, rounded to nearest-even."
         )]
         pub mod $module {
-            use super::{a_element, b_element, require_sm90};
-            use crate::mma::fragment::Acc16x8F64;
-            use crate::mma::group_and_thread;
-            use crate::mma::matrix::MatrixRef;
+            use super::super::fragment::Acc16x8F64;
+            use super::super::matrix::MatrixRef;
+            use super::{a_element, b_element, group_and_thread, require_sm90};
 
             /// Depth of the product (columns of A, rows of B).
             pub const K: usize = $k;
@@ -165,7 +166,7 @@ macro_rules! f64_shape {
             }
 
             /// `a · b + c` over the warp, in `f64`. Collective: all 32 lanes call it together
-            /// (see [Taking part](crate::mma#taking-part)).
+            /// (see *Taking part* in the `mma` module).
             #[inline(always)]
             pub fn mma(a: &A, b: &B, c: Acc16x8F64) -> Acc16x8F64 {
                 require_sm90::<A>();
@@ -178,7 +179,7 @@ macro_rules! f64_shape {
 
                 #[inline(always)]
                 pub(super) fn mma(a: &A, b: &B, c: Acc16x8F64) -> Acc16x8F64 {
-                    Acc16x8F64(crate::mma::ptx::$ptx(a.0, b.0, c.0))
+                    Acc16x8F64(super::super::super::ptx::$ptx(a.0, b.0, c.0))
                 }
             }
 
