@@ -1,4 +1,5 @@
-//! CPU references for the tensor-core kernels (`kernels::tensor`, `gemm_bf16`, `sgemm_tf32`).
+//! CPU references for the tensor-core kernels (`kernels::tensor`, `gemm_bf16`, `sgemm_tf32`,
+//! `dgemm`).
 use offload::half::bf16;
 
 /// `c + Σ_k a_k·b_k` in the order `offload::mma` documents for the host backend: `k` ascending,
@@ -65,4 +66,41 @@ pub fn uniform_bf16(n: usize, seed: u64, scale: f32) -> Vec<bf16> {
         .into_iter()
         .map(|v| bf16::from_f32(v * scale))
         .collect()
+}
+
+/// Deterministic pseudo-random `f64` values in `[-1, 1)` with all 53 significant bits in use:
+/// two [`uniform`] streams, the second scaled below the first's last bit.
+pub fn uniform_f64(n: usize, seed: u64) -> Vec<f64> {
+    let (hi, lo) = (uniform(n, seed), uniform(n, seed ^ 0x5DEE_CE66));
+    hi.iter()
+        .zip(lo)
+        .map(|(&h, l)| h as f64 + l as f64 * 2f64.powi(-24))
+        .collect()
+}
+
+/// `C = A · B` for row-major `f64` matrices `a` (`m × k`) and `b` (`k × n`), by plain loops in
+/// `f64` (one rounding per product and per sum).
+pub fn dgemm_cpu(a: &[f64], b: &[f64], (m, n, k): (usize, usize, usize)) -> Vec<f64> {
+    let mut c = vec![0.0; m * n];
+    for i in 0..m {
+        let row = &mut c[i * n..(i + 1) * n];
+        for d in 0..k {
+            let x = a[i * k + d];
+            for (cj, bj) in row.iter_mut().zip(&b[d * n..(d + 1) * n]) {
+                *cj += x * bj;
+            }
+        }
+    }
+    c
+}
+
+/// `‖got − want‖ / ‖want‖` in the Frobenius norm (0 when both are zero).
+pub fn normwise_error(got: &[f64], want: &[f64]) -> f64 {
+    let diff: f64 = got.iter().zip(want).map(|(g, w)| (g - w) * (g - w)).sum();
+    let norm: f64 = want.iter().map(|w| w * w).sum();
+    if norm == 0.0 {
+        diff.sqrt()
+    } else {
+        (diff / norm).sqrt()
+    }
 }

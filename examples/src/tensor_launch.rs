@@ -1,6 +1,8 @@
-//! Launch shapes of the tensor-core GEMMs (`kernels::sgemm_tf32`, `kernels::gemm_bf16`): block
-//! size, dynamic shared memory (all four stages, or as many as the device gives a block: two
-//! on the host backend's 48 KiB), and one block per output tile unless a grid is given.
+//! Launch shapes of the tensor-core GEMMs (`kernels::sgemm_tf32`, `kernels::gemm_bf16`,
+//! `kernels::dgemm`): block size, dynamic shared memory (all four stages, or as many as the
+//! device gives a block: fewer on the host backend's 48 KiB), and one block per output tile
+//! unless a grid is given.
+use crate::kernels::dgemm::{dgemm_blocks, DGEMM_SHARED_BYTES, DGEMM_THREADS};
 use crate::kernels::gemm_bf16::{gemm_bf16_blocks, GEMM_BF16_SHARED_BYTES, GEMM_BF16_THREADS};
 use crate::kernels::sgemm_tf32::{sgemm_tf32_blocks, SGEMM_TF32_SHARED_BYTES, SGEMM_TF32_THREADS};
 use crate::kernels::tensor::MatDims;
@@ -21,4 +23,12 @@ pub fn gemm_bf16(device: &Device, dims: MatDims, blocks: Option<u32>) -> Launch<
         .grid(blocks.unwrap_or(gemm_bf16_blocks(dims)).max(1))
         .block(GEMM_BF16_THREADS)
         .dynamic_shared(GEMM_BF16_SHARED_BYTES.min(device.limits().max_shared_per_block))
+}
+
+/// The launch of `dgemm` for `dims` on `device` (`blocks` as above).
+pub fn dgemm(device: &Device, dims: MatDims, blocks: Option<u32>) -> Launch<'_> {
+    Launch::on(device)
+        .grid(blocks.unwrap_or(dgemm_blocks(dims)).max(1))
+        .block(DGEMM_THREADS)
+        .dynamic_shared(DGEMM_SHARED_BYTES.min(device.limits().max_shared_per_block))
 }

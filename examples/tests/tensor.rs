@@ -4,7 +4,10 @@
 //!   `f16`, `bf16` and tf32;
 //! - the `ldmatrix` loads against fragments built element by element (bit for bit);
 //! - the 3×TF32 SGEMM and the `bf16` linear layer on shapes with tails and unaligned rows,
-//!   against `f64` references, and the same results whatever the grid.
+//!   against `f64` references, and the same results whatever the grid;
+//! - the DGEMM (`f64` tensor cores of sm_90, both depths) on such shapes against a CPU `f64`
+//!   product (normwise within 1e-13), the same bits whatever the grid, and on the GPU the same
+//!   bits as the host backend.
 //!
 //! The GPU tests print `SKIPPED` and pass without a GPU; with `OFFLOAD_REQUIRE_GPU=1` they fail.
 
@@ -14,11 +17,13 @@ use common::gpu::gpu;
 use offload::half::{bf16, f16};
 use offload::mma::tf32_round;
 use offload::{Device, Launch};
+use offload_examples::kernels::dgemm::{self, Depth16, Depth8, Step};
 use offload_examples::kernels::gemm_bf16::{self, ACT_GELU, ACT_NONE, ACT_RELU};
 use offload_examples::kernels::sgemm_tf32;
 use offload_examples::kernels::tensor::{self, MatDims};
 use offload_examples::reference_gemm::{
-    gelu_f64, linear_entry, mma_chain_f32, mma_chain_f64, sgemm_entry, uniform, uniform_bf16,
+    dgemm_cpu, gelu_f64, linear_entry, mma_chain_f32, mma_chain_f64, normwise_error, sgemm_entry,
+    uniform, uniform_bf16, uniform_f64,
 };
 use offload_examples::tensor_launch;
 
@@ -201,6 +206,65 @@ fn mma_f64(device: &Device) {
     );
 }
 
+/// The `f64` shapes of sm_90 (`K` = 4, 8, 16): bit for bit the documented chain of fused
+/// multiply-adds, `k` ascending, on both; on a mismatch, says which other order the GPU matches.
+fn mma_f64_16x8(device: &Device) {
+    for k in [4usize, 8, 16] {
+        let (a, b) = (
+            uniform_f64(TILES * 16 * k, 40),
+            uniform_f64(TILES * 8 * k, 41),
+        );
+        let c: Vec<f64> = uniform_f64(TILES * 128, 42)
+            .iter()
+            .map(|x| x * 3.0)
+            .collect();
+        let mut d = vec![f64::NAN; TILES * 128];
+        let launch = tile_launch(device);
+        match k {
+            4 => tensor::mma_tiles_f64_16x8::launch::<4>(launch, &a, &b, &c, &mut d),
+            8 => tensor::mma_tiles_f64_16x8::launch::<8>(launch, &a, &b, &c, &mut d),
+            _ => tensor::mma_tiles_f64_16x8::launch::<16>(launch, &a, &b, &c, &mut d),
+        }
+        .unwrap();
+        let terms = |e: usize| -> Vec<(f64, f64)> {
+            let (t, i, j) = (e / 128, e / 8 % 16, e % 8);
+            (0..k)
+                .map(|d| (a[t * 16 * k + i * k + d], b[t * 8 * k + d * 8 + j]))
+                .collect()
+        };
+        type Order = fn(f64, &[(f64, f64)]) -> f64;
+        let orders: [(&str, Order); 4] = [
+            ("fma chain, k ascending (documented)", |c, t| {
+                mma_chain_f64(c, t.iter().copied())
+            }),
+            ("fma chain, k descending", |c, t| {
+                mma_chain_f64(c, t.iter().rev().copied())
+            }),
+            ("fma chains of 4, k ascending, then + c", |c, t| {
+                t.chunks(4)
+                    .map(|q| mma_chain_f64(0.0, q.iter().copied()))
+                    .sum::<f64>()
+                    + c
+            }),
+            ("products by fma chain, then + c", |c, t| {
+                mma_chain_f64(0.0, t.iter().copied()) + c
+            }),
+        ];
+        let matches: Vec<&str> = orders
+            .iter()
+            .filter(|(_, order)| {
+                (0..d.len()).all(|e| order(c[e], &terms(e)).to_bits() == d[e].to_bits())
+            })
+            .map(|(name, _)| *name)
+            .collect();
+        assert!(
+            matches.first() == Some(&orders[0].0),
+            "m16n8k{k} f64 on {}: not the documented order; matches: {matches:?}",
+            device.name()
+        );
+    }
+}
+
 /// The `ldmatrix` loads give the fragments built element by element, bit for bit.
 fn ldmatrix_matches_element_loads(device: &Device) {
     let x = uniform_bf16(256, 10, 1.0);
@@ -278,6 +342,84 @@ fn sgemm_tf32x3_matches_f64(device: &Device) {
             common::same_bits(&one_block, &c),
             "sgemm {m}x{n}x{k}: one block differs"
         );
+    }
+}
+
+/// `c = a · b` by `dgemm` with step `S` on `device` (`blocks`: the grid, else one per tile).
+fn run_dgemm<S: Step>(
+    device: &Device,
+    dims: MatDims,
+    blocks: Option<u32>,
+    a: &[f64],
+    b: &[f64],
+) -> Vec<f64>
+where
+    dgemm::dgemm::Instance<S>: dgemm::dgemm::Declared,
+{
+    let mut c = vec![f64::NAN; (dims.m * dims.n) as usize];
+    dgemm::dgemm::launch::<S>(
+        tensor_launch::dgemm(device, dims, blocks),
+        dims,
+        a,
+        b,
+        &mut c,
+    )
+    .unwrap();
+    c
+}
+
+/// DGEMM with step `S` against the CPU's `f64` product on shapes with tails, odd `k` and `n`
+/// (rows off 16-byte boundaries: staged element by element), more slices than stages, and
+/// `k = 0`: normwise within 1e-13. A one-block grid gives the same bits; on a GPU, so does the
+/// host backend.
+fn dgemm_matches_cpu<S: Step>(device: &Device, depth: &str)
+where
+    dgemm::dgemm::Instance<S>: dgemm::dgemm::Declared,
+{
+    for (s, (m, n, k)) in [
+        (128, 128, 16),
+        (256, 256, 96),
+        (257, 131, 67),
+        (300, 260, 40),
+        (33, 17, 5),
+        (1, 1, 1),
+        (20, 30, 0),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let dims = MatDims {
+            m: m as u32,
+            n: n as u32,
+            k: k as u32,
+        };
+        let (a, b) = (
+            uniform_f64(m * k, 50 + s as u64),
+            uniform_f64(k * n, 60 + s as u64),
+        );
+        let c = run_dgemm::<S>(device, dims, None, &a, &b);
+        let err = normwise_error(&c, &dgemm_cpu(&a, &b, (m, n, k)));
+        assert!(
+            err <= 1e-13,
+            "dgemm {depth} {m}x{n}x{k} on {}: normwise error {err:e}",
+            device.name()
+        );
+        let one_block = run_dgemm::<S>(device, dims, Some(1), &a, &b);
+        assert!(
+            one_block
+                .iter()
+                .zip(&c)
+                .all(|(x, y)| x.to_bits() == y.to_bits()),
+            "dgemm {depth} {m}x{n}x{k}: one block differs"
+        );
+        if device.is_gpu() {
+            let host = run_dgemm::<S>(&Device::host(), dims, None, &a, &b);
+            assert!(
+                host.iter().zip(&c).all(|(x, y)| x.to_bits() == y.to_bits()),
+                "dgemm {depth} {m}x{n}x{k}: the host backend's bits differ from {}'s",
+                device.name()
+            );
+        }
     }
 }
 
@@ -396,6 +538,7 @@ fn host_mma_follows_the_documented_order() {
     mma_16(&host, false);
     mma_tf32(&host);
     mma_f64(&host);
+    mma_f64_16x8(&host);
 }
 
 #[test]
@@ -407,6 +550,7 @@ fn gpu_mma_within_the_documented_bounds() {
     mma_16(&gpu, false);
     mma_tf32(&gpu);
     mma_f64(&gpu);
+    mma_f64_16x8(&gpu);
 }
 
 #[test]
@@ -446,4 +590,19 @@ fn gpu_gemm_bf16_matches_f64() {
         return;
     };
     gemm_bf16_matches_f64(&gpu);
+}
+
+#[test]
+fn host_dgemm_matches_cpu() {
+    dgemm_matches_cpu::<Depth8>(&Device::host(), "m16n8k8");
+    dgemm_matches_cpu::<Depth16>(&Device::host(), "m16n8k16");
+}
+
+#[test]
+fn gpu_dgemm_matches_cpu() {
+    let Some(gpu) = gpu("gpu_dgemm_matches_cpu") else {
+        return;
+    };
+    dgemm_matches_cpu::<Depth8>(&gpu, "m16n8k8");
+    dgemm_matches_cpu::<Depth16>(&gpu, "m16n8k16");
 }

@@ -12,12 +12,23 @@
 //! | 16 × 8 × 16 | [`m16n8k16`] | `f16` or `bf16` | `f32` ([`Acc16x8`]) |
 //! | 16 × 8 × 8 | [`m16n8k8`] | tf32 (`f32` rounded to 10 mantissa bits, [`tf32_round`]) | `f32` ([`Acc16x8`]) |
 //! | 8 × 8 × 4 | [`m8n8k4`] | `f64` | `f64` ([`Acc8x8`]) |
+//! | 16 × 8 × 4, 8, 16 (sm_90) | [`m16n8k4_f64`], [`m16n8k8_f64`], [`m16n8k16_f64`] | `f64` | `f64` ([`Acc16x8F64`]) |
 //!
 //! A warp's product of a `16 × k` tile of A with a `k × 8` tile of B (held as W = Bᵀ, as
 //! `nn.Linear` holds its weights) loads a fragment of each per 16 columns of k
 //! (`m16n8k16::A::load(&a, row0, k0)`, `m16n8k16::B::load_transposed(&w, k0, col0)`) and
 //! accumulates `acc = m16n8k16::mma(&fa, &fb, acc)`; the `offload` crate's docs ("Tensor cores")
 //! hold a whole kernel doing this, which runs as a doctest on the host backend.
+//!
+//! # The f64 shapes of sm_90
+//! Hopper's `f64` tensor cores take three shapes besides `m8n8k4`, all 16 × 8 and `K` = 4, 8 or
+//! 16 deep, with one fragment layout (`g = lane / 4`, `t = lane % 4`): A's element `i` (0..K/2)
+//! at row `g + 8 * (i % 2)`, column `t + 4 * (i / 2)`; B's element `i` (0..K/4) at row
+//! `k = t + 4 * i`, column `n = g`; C and D as [`Acc16x8F64`] (the layout of [`Acc16x8`]).
+//! Each lane thus holds pairs of A values 4 columns apart, and B values 4 rows apart: a GEMM that
+//! stores the columns `t` and `t + 4` of each 8 next to each other in shared memory loads both
+//! with one 16-byte access (the order of the sum over `k` changes with such a relabelling, the
+//! product does not). The `dgemm` example kernel does this.
 //!
 //! # Taking part
 //! `mma` and the shared-memory loads are collective over the whole warp, as the crate's other
@@ -31,8 +42,9 @@
 //! The host backend computes each product-sum in order, `d = c; d = fma(a[k], b[k], d)` for `k`
 //! ascending, rounding to nearest-even at every step (for the 16-bit types and tf32 every product
 //! is exact in `f32`, so only the additions round).
-//! - `f64` (`m8n8k4`): PTX specifies fused multiply-adds rounded to nearest-even; the GPU's
-//!   results equal the host's bit for bit (checked on an H200 by the `tensor` tests).
+//! - `f64` (`m8n8k4` and the sm_90 shapes): PTX specifies fused multiply-adds rounded to
+//!   nearest-even; the GPU's results equal the host's bit for bit (checked on an H200 by the
+//!   `tensor` tests).
 //! - `f16`, `bf16`, tf32 with `f32` accumulation: PTX leaves the order and rounding of the
 //!   accumulation unspecified (tensor cores align the products to the largest exponent and
 //!   truncate). The documented bound, checked by the `tensor` tests on random tiles: for every
@@ -47,7 +59,9 @@
 //! builds from the same kernels module) an operation panics when it runs, so a launch of a
 //! tensor-core kernel there is `Err(KernelFailed)` with that message while the module's other
 //! kernels work. An image built for sm_80 or newer
-//! does not load on an older GPU (the launch fails with `Error::NoImage`).
+//! does not load on an older GPU (the launch fails with `Error::NoImage`). The `f64` shapes of
+//! sm_90 in an image for sm_80 to sm_89 panic when they run (`Error::KernelFailed` naming sm_90),
+//! so a kernels module that holds a DGEMM still builds and runs its other kernels there.
 
 use crate::warp::lane_id;
 
@@ -55,6 +69,7 @@ mod fragment;
 #[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
 mod host;
 mod ldmatrix;
+mod m16n8_f64;
 pub mod m16n8k16;
 pub mod m16n8k8;
 pub mod m8n8k4;
@@ -62,7 +77,8 @@ mod matrix;
 #[cfg(all(target_arch = "nvptx64", not(feature = "spirv")))]
 mod ptx;
 
-pub use fragment::{Acc16x8, Acc8x8, Half};
+pub use fragment::{Acc16x8, Acc16x8F64, Acc8x8, Half};
+pub use m16n8_f64::{m16n8k16_f64, m16n8k4_f64, m16n8k8_f64};
 pub use matrix::{MatrixMut, MatrixRef};
 
 /// Whether this build's target has `mma.sync` for the shapes here (sm_80 and newer).

@@ -2,20 +2,26 @@
 //! (through torch, `python3`) in the same run:
 //! - `sgemm_tf32x3` at 4096³ against cuBLAS fp32 with TF32 off; torch also measures both
 //!   results' errors against an `f64` product of the same inputs on the GPU;
-//! - `gemm_bf16` at 8192³ (`bf16` out, `A · Wᵀ`) against cuBLAS `bf16` (`torch.mm(a, w.t())`).
+//! - `gemm_bf16` at 8192³ (`bf16` out, `A · Wᵀ`) against cuBLAS `bf16` (`torch.mm(a, w.t())`);
+//! - `dgemm` (both depths, `m16n8k8` and `m16n8k16`) at 4096³ and 4096 × 4096 × 1000 against
+//!   cuBLAS DGEMM (`torch.mm` on `float64`); its error against a CPU `f64` product over
+//!   sampled elements, and torch measures its normwise difference from cuBLAS's product.
 //!
 //! Times are the kernels' own (`LaunchReport::kernel_time`), the best of 5 launches in a data
 //! region; torch's the best of 20 CUDA-event timings. On the host backend the sizes shrink.
-//! Arguments: `tensor_bench [SGEMM_SIZE [BF16_SIZE]]`.
+//! Arguments: `tensor_bench [SGEMM_SIZE [BF16_SIZE [DGEMM_SIZE]]]`.
 
 use offload::half::bf16;
 use offload::{Device, Launch};
 use offload_bench_report::{Goal, Measure, Ratio};
 use offload_examples::kernel_timing::best_kernel_time;
+use offload_examples::kernels::dgemm::{self, Depth16, Depth8, Step};
 use offload_examples::kernels::gemm_bf16::{self, ACT_NONE};
 use offload_examples::kernels::sgemm_tf32;
 use offload_examples::kernels::tensor::MatDims;
-use offload_examples::reference_gemm::{linear_entry, sgemm_entry, uniform, uniform_bf16};
+use offload_examples::reference_gemm::{
+    entry_f64, linear_entry, sgemm_entry, uniform, uniform_bf16, uniform_f64,
+};
 use offload_examples::reference_torch::{python, BEST_MS};
 use offload_examples::tensor_launch;
 use std::time::Duration;
@@ -37,11 +43,18 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     };
     sgemm(&device, arg(1, 4096, 256))?;
     gemm_bf16(&device, arg(2, 8192, 256))?;
+    let size = arg(3, 4096, 256);
+    dgemm_bench(&device, size, size)?;
+    dgemm_bench(&device, size, (size as u64 * 1000 / 4096) as u32)?;
     Ok(())
 }
 
 fn tflops(size: u32, time: Duration) -> f64 {
-    2.0 * (size as f64).powi(3) / time.as_secs_f64() / 1e12
+    gemm_tflops((size, size, size), time)
+}
+
+fn gemm_tflops((m, n, k): (u32, u32, u32), time: Duration) -> f64 {
+    2.0 * m as f64 * n as f64 * k as f64 / time.as_secs_f64() / 1e12
 }
 
 fn sgemm(device: &Device, size: u32) -> Result<(), Box<dyn std::error::Error>> {
@@ -211,4 +224,135 @@ fn gemm_bf16(device: &Device, size: u32) -> Result<(), Box<dyn std::error::Error
         return Err("gemm_bf16 does not match the CPU".into());
     }
     Ok(())
+}
+
+/// `dgemm` with step `S` on `dims`: its best kernel time and its product.
+fn time_dgemm<S: Step>(
+    device: &Device,
+    dims: MatDims,
+    a: &[f64],
+    b: &[f64],
+) -> Result<(Duration, Vec<f64>), Box<dyn std::error::Error>>
+where
+    dgemm::dgemm::Instance<S>: dgemm::dgemm::Declared,
+{
+    let mut c = vec![f64::NAN; (dims.m * dims.n) as usize];
+    let launch = tensor_launch::dgemm(device, dims, None);
+    let time = offload::region_on(device, |r| {
+        let (a, b) = (r.to(a)?, r.to(b)?);
+        let mut c = r.from(&mut c)?;
+        best_kernel_time(REPEATS, || {
+            dgemm::dgemm::launch::<S>(launch, dims, &a, &b, &mut c)
+        })
+    })?;
+    Ok((time, c))
+}
+
+/// `dgemm` at `size × size × k`, both depths, against cuBLAS DGEMM (torch.mm on float64) in the
+/// same run; the error of each against a CPU `f64` product over 512 sampled elements
+/// (`sqrt(Σ diff² / Σ want²)` over them, the normwise error's estimate) must stay within 1e-13.
+fn dgemm_bench(device: &Device, size: u32, k: u32) -> Result<(), Box<dyn std::error::Error>> {
+    let (n, kk) = (size as usize, k as usize);
+    let dims = MatDims {
+        m: size,
+        n: size,
+        k,
+    };
+    let shape = if k == size {
+        format!("{size}^3")
+    } else {
+        format!("{size}x{size}x{k}")
+    };
+    let (a, b) = (uniform_f64(n * kk, 5), uniform_f64(kk * n, 6));
+    let (t8, c8) = time_dgemm::<Depth8>(device, dims, &a, &b)?;
+    let (t16, c16) = time_dgemm::<Depth16>(device, dims, &a, &b)?;
+    let mut ok = true;
+    let mut results = vec![];
+    for (depth, time, c) in [("m16n8k8", t8, &c8), ("m16n8k16", t16, &c16)] {
+        let (mut diff, mut norm) = (0.0, 0.0);
+        for s in 0..512 {
+            let (i, j) = (s * 7919 % n, s * 104_729 % n);
+            let (want, _) = entry_f64(kk, |d| a[i * kk + d], |d| b[d * n + j]);
+            diff += (c[i * n + j] - want).powi(2);
+            norm += want * want;
+        }
+        let err = (diff / norm).sqrt();
+        ok &= err <= 1e-13;
+        let ours = gemm_tflops((size, size, k), time);
+        println!(
+            "dgemm {depth} {shape}: {:.3} ms, {ours:.2} TFLOP/s; 512 sampled elements vs CPU f64: \
+             normwise error {err:.2e}: {}",
+            time.as_secs_f64() * 1e3,
+            if err <= 1e-13 { "ok" } else { "MISMATCH" }
+        );
+        results.push((depth, ours));
+    }
+    if device.is_gpu() {
+        match cublas_dgemm(&a, &b, &c8, (n, kk)) {
+            Ok((cublas, difference)) => {
+                println!(
+                    "cuBLAS fp64 (torch.mm float64) {shape}: {cublas:.2} TFLOP/s; normwise \
+                     difference of dgemm m16n8k8 from cuBLAS's product: {difference:.2e}"
+                );
+                for (depth, ours) in results {
+                    println!("dgemm {depth} / cuBLAS fp64 {shape} = {:.3}", ours / cublas);
+                    Ratio::print(
+                        "tensor_bench",
+                        &format!("dgemm {depth} {shape}"),
+                        "cuBLAS fp64 (torch.mm float64)",
+                        Measure::Speed,
+                        ours / cublas,
+                        if depth == "m16n8k8" && k == size {
+                            Goal::AtLeast(0.9)
+                        } else {
+                            Goal::None
+                        },
+                    );
+                }
+            }
+            Err(e) => println!("cuBLAS reference unavailable: {e}"),
+        }
+    }
+    if !ok {
+        return Err("dgemm does not match the CPU".into());
+    }
+    Ok(())
+}
+
+/// cuBLAS DGEMM (torch.mm on float64) of `a` (`n × k`) and `b` (`k × n`) in TFLOP/s, and the
+/// normwise difference `‖c − C_cuBLAS‖ / ‖C_cuBLAS‖` of our product `c` from cuBLAS's.
+fn cublas_dgemm(
+    a: &[f64],
+    b: &[f64],
+    c: &[f64],
+    (n, k): (usize, usize),
+) -> Result<(f64, f64), String> {
+    let dir = std::env::temp_dir();
+    let file = |name: &str, data: &[f64]| -> Result<String, String> {
+        let path = dir.join(format!("tensor_bench_{}_{name}.f64", std::process::id()));
+        let bytes: Vec<u8> = data.iter().flat_map(|v| v.to_le_bytes()).collect();
+        std::fs::write(&path, bytes).map_err(|e| format!("{}: {e}", path.display()))?;
+        Ok(path.display().to_string())
+    };
+    let (pa, pb, pc) = (file("a", a)?, file("b", b)?, file("c", c)?);
+    let script = format!(
+        "{BEST_MS}\
+         import numpy as np\n\
+         n, k = {n}, {k}\n\
+         load = lambda p, r, c: torch.from_numpy(np.fromfile(p, dtype=np.float64).reshape(r, c)).cuda()\n\
+         a, b, ours = load('{pa}', n, k), load('{pb}', k, n), load('{pc}', n, n)\n\
+         print(2 * n * n * k / (best_ms(lambda: torch.mm(a, b)) * 1e-3) / 1e12)\n\
+         ref = torch.mm(a, b)\n\
+         print(((ours - ref).norm() / ref.norm()).item())\n"
+    );
+    let out = python(&script);
+    for p in [&pa, &pb, &pc] {
+        let _ = std::fs::remove_file(p);
+    }
+    let out = out?;
+    let mut values = out.lines().map(|l| l.parse::<f64>());
+    match (values.next(), values.next()) {
+        (Some(Ok(t)), Some(Ok(d))) => Ok((t, d)),
+        _ => Err(format!("unexpected torch output: {out}")),
+    }
 }

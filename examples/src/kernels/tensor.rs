@@ -4,12 +4,16 @@
 //! - `fragments_from_shared`: the `ldmatrix` loads against fragments built element by element;
 //! - `sgemm_tf32x3`: `C = A · B` in `f32` at `f32` accuracy on tf32 tensor cores (3×TF32);
 //! - `gemm_bf16`: `out = act(A · Wᵀ + bias)` with `bf16` operands and `f32` accumulation,
-//!   `f32` or `bf16` out (a linear layer).
+//!   `f32` or `bf16` out (a linear layer);
+//! - `dgemm`: `C = A · B` in `f64` on the `f64` tensor cores of sm_90.
 //!
-//! Both GEMMs stage tiles of A and B in shared memory with asynchronous copies, four stages deep,
+//! The GEMMs stage tiles of A and B in shared memory with asynchronous copies, four stages deep,
 //! and handle any m, n, k (tiles overhanging the edges read zeros and skip their stores).
 use offload::half::{bf16, f16};
-use offload::mma::{self, m16n8k16, m16n8k8, m8n8k4, Acc16x8, Acc8x8, MatrixMut, MatrixRef};
+use offload::mma::{
+    self, m16n8k16, m16n8k16_f64, m16n8k4_f64, m16n8k8, m16n8k8_f64, m8n8k4, Acc16x8, Acc16x8F64,
+    Acc8x8, MatrixMut, MatrixRef,
+};
 use offload::prelude::*;
 
 /// Sizes of a GEMM: `C (m × n) = A (m × k) · B (k × n)`.
@@ -70,6 +74,40 @@ pub fn mma_tiles_f64(a: &[f64], b: &[f64], c: &[f64], d: &mut [f64]) {
         let fc = Acc8x8::load(&MatrixRef::new(&c[t * 64..], 8, 8), 0, 0);
         // SAFETY: as in mma_tiles_16.
         unsafe { m8n8k4::mma(&fa, &fb, fc).store(&mut out, t * 8, 0) };
+    }
+}
+
+/// [`mma_tiles_16`] for the `f64` shapes of sm_90 (`m16n8k4_f64`, `m16n8k8_f64`,
+/// `m16n8k16_f64` for `K` = 4, 8, 16): `a_t` 16 × K, `b_t` K × 8, `c_t` and `d_t` 16 × 8.
+#[offload::kernel(instances(K = 4 | 8 | 16))]
+pub fn mma_tiles_f64_16x8<const K: usize>(a: &[f64], b: &[f64], c: &[f64], d: &mut [f64]) {
+    let tiles = d.len() / 128;
+    let mut out = MatrixMut::new(&mut d, tiles * 16, 8, 8);
+    for t in my_tiles(tiles) {
+        let (am, bm) = (
+            MatrixRef::new(&a[t * 16 * K..], 16, K),
+            MatrixRef::new(&b[t * 8 * K..], K, 8),
+        );
+        let fc = Acc16x8F64::load(&MatrixRef::new(&c[t * 128..], 16, 8), 0, 0);
+        let fd = match K {
+            4 => m16n8k4_f64::mma(
+                &m16n8k4_f64::A::load(&am, 0, 0),
+                &m16n8k4_f64::B::load(&bm, 0, 0),
+                fc,
+            ),
+            8 => m16n8k8_f64::mma(
+                &m16n8k8_f64::A::load(&am, 0, 0),
+                &m16n8k8_f64::B::load(&bm, 0, 0),
+                fc,
+            ),
+            _ => m16n8k16_f64::mma(
+                &m16n8k16_f64::A::load(&am, 0, 0),
+                &m16n8k16_f64::B::load(&bm, 0, 0),
+                fc,
+            ),
+        };
+        // SAFETY: as in mma_tiles_16.
+        unsafe { fd.store(&mut out, t * 16, 0) };
     }
 }
 

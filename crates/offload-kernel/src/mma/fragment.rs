@@ -135,6 +135,56 @@ impl Acc16x8 {
     }
 }
 
+/// The calling lane's part of a 16 × 8 `f64` tile: the C and D operands of the `f64` shapes of
+/// sm_90 ([`m16n8k4_f64`](super::m16n8k4_f64), [`m16n8k8_f64`](super::m16n8k8_f64),
+/// [`m16n8k16_f64`](super::m16n8k16_f64)).
+///
+/// Element `i` (0..4) sits where it sits in [`Acc16x8`]: row `lane / 4 + 8 * (i / 2)`, column
+/// `2 * (lane % 4) + i % 2`.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+#[repr(C)]
+pub struct Acc16x8F64(pub [f64; 4]);
+
+impl Acc16x8F64 {
+    /// All zeros.
+    pub const ZERO: Acc16x8F64 = Acc16x8F64([0.0; 4]);
+
+    /// Row and column, in the 16 × 8 tile, of this lane's element `i` (0..4).
+    #[inline(always)]
+    pub fn position(i: usize) -> (usize, usize) {
+        Acc16x8::position(i)
+    }
+
+    /// The fragment whose element at (row, column) is `f(row, column)`.
+    #[inline(always)]
+    pub fn from_fn(f: impl Fn(usize, usize) -> f64) -> Self {
+        Acc16x8F64(core::array::from_fn(|i| {
+            let (r, c) = Self::position(i);
+            f(r, c)
+        }))
+    }
+
+    /// The tile at `(row0, col0)` of `m` (zeros outside it).
+    #[inline(always)]
+    pub fn load(m: &MatrixRef<'_, f64>, row0: usize, col0: usize) -> Self {
+        Self::from_fn(|r, c| m.get_or(row0 + r, col0 + c, 0.0))
+    }
+
+    /// Stores the tile at `(row0, col0)` of `out`, two adjacent elements per access; elements
+    /// outside `out` are skipped.
+    ///
+    /// # Safety
+    /// As for [`Acc16x8::store`].
+    #[inline(always)]
+    pub unsafe fn store(&self, out: &mut MatrixMut<'_, '_, f64>, row0: usize, col0: usize) {
+        for half in 0..2 {
+            let (r, c) = Self::position(2 * half);
+            // SAFETY: the caller's contract covers both elements.
+            unsafe { out.set_pair(row0 + r, col0 + c, self.0[2 * half], self.0[2 * half + 1]) }
+        }
+    }
+}
+
 /// The calling lane's part of an 8 × 8 `f64` tile: the C and D operands of
 /// [`m8n8k4::mma`](super::m8n8k4::mma).
 ///

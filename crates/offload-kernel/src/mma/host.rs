@@ -9,7 +9,7 @@ use crate::warp::warp_size;
 const WARP_SIZE: u32 = 32;
 
 /// 64-bit words a lane can contribute to one gather.
-const WORDS: usize = 8;
+const WORDS: usize = 12;
 
 /// One lane's contribution: its words and whether it is there.
 #[repr(C)]

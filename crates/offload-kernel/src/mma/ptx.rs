@@ -86,3 +86,56 @@ pub(super) fn mma_m8n8k4_f64(a: f64, b: f64, c: [f64; 2]) -> [f64; 2] {
     }
     [d0, d1]
 }
+
+/// The `f64` shapes of sm_90: `mma.sync.aligned.$shape.row.col.f64.f64.f64.f64` with `$a` A,
+/// `$b` B and 4 C/D registers (listed in order in the operand lists).
+macro_rules! mma_f64_16x8 {
+    ($name:ident, $shape:literal, $a:literal, $b:literal, $operands:literal,
+     [$($ai:literal),*], [$($bi:literal),*]) => {
+        #[cfg(target_feature = "sm_90")]
+        #[inline(always)]
+        pub(super) fn $name(a: [f64; $a], b: [f64; $b], c: [f64; 4]) -> [f64; 4] {
+            let (d0, d1, d2, d3): (f64, f64, f64, f64);
+            // SAFETY: registers only; the caller (`mma`) is collective over the warp.
+            unsafe {
+                core::arch::asm!(
+                    concat!("mma.sync.aligned.", $shape, ".row.col.f64.f64.f64.f64 ", $operands, ";"),
+                    out(reg64) d0, out(reg64) d1, out(reg64) d2, out(reg64) d3,
+                    $(in(reg64) a[$ai],)*
+                    $(in(reg64) b[$bi],)*
+                    in(reg64) c[0], in(reg64) c[1], in(reg64) c[2], in(reg64) c[3],
+                    options(nomem, nostack),
+                );
+            }
+            [d0, d1, d2, d3]
+        }
+    };
+}
+
+mma_f64_16x8!(
+    mma_m16n8k4_f64,
+    "m16n8k4",
+    2,
+    1,
+    "{{{0}, {1}, {2}, {3}}}, {{{4}, {5}}}, {{{6}}}, {{{7}, {8}, {9}, {10}}}",
+    [0, 1],
+    [0]
+);
+mma_f64_16x8!(
+    mma_m16n8k8_f64,
+    "m16n8k8",
+    4,
+    2,
+    "{{{0}, {1}, {2}, {3}}}, {{{4}, {5}, {6}, {7}}}, {{{8}, {9}}}, {{{10}, {11}, {12}, {13}}}",
+    [0, 1, 2, 3],
+    [0, 1]
+);
+mma_f64_16x8!(
+    mma_m16n8k16_f64,
+    "m16n8k16",
+    8,
+    4,
+    "{{{0}, {1}, {2}, {3}}}, {{{4}, {5}, {6}, {7}, {8}, {9}, {10}, {11}}}, {{{12}, {13}, {14}, {15}}}, {{{16}, {17}, {18}, {19}}}",
+    [0, 1, 2, 3, 4, 5, 6, 7],
+    [0, 1, 2, 3]
+);
