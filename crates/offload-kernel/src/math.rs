@@ -7,14 +7,28 @@
 //! Transcendental functions run the same code on both sides, the `libm` crate (a port of musl's
 //! libm; errors under 1 ulp for `exp`, `ln`, `sin`, `cos`, `tanh`, a few ulp for `pow` near
 //! overflow), so a kernel's results do not depend on the backend.
+//!
+//! [`fast`] holds the GPU's approximate `f32` instructions instead, with documented error bounds,
+//! for kernels marked `#[offload::kernel(fast_math)]` and modules built with
+//! `Kernels::fast_math(true)` (which makes these functions [`fast`]'s on the GPU).
+
+pub mod fast;
+
+use fast::f32_approx;
 
 pub use crate::arith::{add, mul, Arith};
 
 /// A float type kernels compute with: `f32` or `f64`. Call these as `math::exp(x)` (below), not
 /// as methods: on the host a method call `x.exp()` would pick `std`'s own, whose bits can differ.
+///
+/// The `*_fast` methods are [`fast`]'s functions, within the error bounds its table gives.
 pub trait Real: Copy {
     /// Square root, correctly rounded.
     fn sqrt(self) -> Self;
+    /// `1 / sqrt(self)`: the square root and the division each correctly rounded.
+    fn rsqrt(self) -> Self;
+    /// `self / d`, correctly rounded.
+    fn div(self, d: Self) -> Self;
     /// `self * a + b` with one rounding.
     fn mul_add(self, a: Self, b: Self) -> Self;
     /// Absolute value.
@@ -31,27 +45,103 @@ pub trait Real: Copy {
     fn tanh(self) -> Self;
     /// `self^exponent`.
     fn powf(self, exponent: Self) -> Self;
+    /// [`fast::sqrt`].
+    fn sqrt_fast(self) -> Self;
+    /// [`fast::rsqrt`].
+    fn rsqrt_fast(self) -> Self;
+    /// [`fast::div`].
+    fn div_fast(self, d: Self) -> Self;
+    /// [`fast::exp`].
+    fn exp_fast(self) -> Self;
+    /// [`fast::ln`].
+    fn ln_fast(self) -> Self;
+    /// [`fast::sin`].
+    fn sin_fast(self) -> Self;
+    /// [`fast::cos`].
+    fn cos_fast(self) -> Self;
 }
 
-macro_rules! real {
-    ($t:ty, $sqrt:ident, $fma:ident, $exp:ident, $ln:ident, $sin:ident, $cos:ident, $tanh:ident, $pow:ident) => {
-        impl Real for $t {
+/// The exact functions of each type, which `Real` and the exact side of [`fast`] call.
+macro_rules! exact {
+    ($module:ident, $t:ty, $sqrt:ident, $exp:ident, $ln:ident, $sin:ident, $cos:ident) => {
+        #[cfg_attr(offload_fast_math, allow(dead_code))]
+        pub(crate) mod $module {
             #[inline(always)]
-            fn sqrt(self) -> Self {
+            pub fn sqrt(x: $t) -> $t {
                 #[cfg(any(target_arch = "nvptx64", target_arch = "amdgpu"))]
                 {
                     // SAFETY: sqrt is defined for every input (NaN for negatives). (A safe
                     // intrinsic in newer rustc versions, hence the allow.)
                     #[allow(unused_unsafe)]
                     unsafe {
-                        core::intrinsics::$sqrt(self)
+                        core::intrinsics::$sqrt(x)
                     }
                 }
                 #[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
                 {
-                    <$t>::sqrt(self)
+                    <$t>::sqrt(x)
                 }
             }
+            #[inline(always)]
+            pub fn rsqrt(x: $t) -> $t {
+                1.0 / sqrt(x)
+            }
+            #[inline(always)]
+            pub fn div(x: $t, d: $t) -> $t {
+                x / d
+            }
+            #[inline(always)]
+            pub fn exp(x: $t) -> $t {
+                libm::$exp(x)
+            }
+            #[inline(always)]
+            pub fn ln(x: $t) -> $t {
+                libm::$ln(x)
+            }
+            #[inline(always)]
+            pub fn sin(x: $t) -> $t {
+                libm::$sin(x)
+            }
+            #[inline(always)]
+            pub fn cos(x: $t) -> $t {
+                libm::$cos(x)
+            }
+        }
+    };
+}
+
+exact!(exact_f32, f32, sqrtf32, expf, logf, sinf, cosf);
+exact!(exact_f64, f64, sqrtf64, exp, log, sin, cos);
+
+/// The functions that `Kernels::fast_math(true)` (offload-build's `--cfg offload_fast_math`)
+/// turns into [`fast`]'s on the GPU targets that have approximations; `$fast` names them.
+macro_rules! real {
+    ($t:ty, $exact:ident, $fast:ident, $fma:ident, $tanh:ident, $pow:ident,
+     $($name:ident($($arg:ident),*) => $fast_name:ident),*) => {
+        impl Real for $t {
+            $(
+                #[inline(always)]
+                fn $name(self $(, $arg: Self)*) -> Self {
+                    #[cfg(all(
+                        offload_fast_math,
+                        any(all(target_arch = "nvptx64", not(feature = "spirv")), target_arch = "amdgpu")
+                    ))]
+                    {
+                        $fast::$name(self $(, $arg)*)
+                    }
+                    #[cfg(not(all(
+                        offload_fast_math,
+                        any(all(target_arch = "nvptx64", not(feature = "spirv")), target_arch = "amdgpu")
+                    )))]
+                    {
+                        $exact::$name(self $(, $arg)*)
+                    }
+                }
+                #[inline(always)]
+                fn $fast_name(self $(, $arg: Self)*) -> Self {
+                    $fast::$name(self $(, $arg)*)
+                }
+            )*
             #[inline(always)]
             fn mul_add(self, a: Self, b: Self) -> Self {
                 #[cfg(any(target_arch = "nvptx64", target_arch = "amdgpu"))]
@@ -72,22 +162,6 @@ macro_rules! real {
                 <$t>::from_bits(self.to_bits() & !(-0.0 as $t).to_bits())
             }
             #[inline(always)]
-            fn exp(self) -> Self {
-                libm::$exp(self)
-            }
-            #[inline(always)]
-            fn ln(self) -> Self {
-                libm::$ln(self)
-            }
-            #[inline(always)]
-            fn sin(self) -> Self {
-                libm::$sin(self)
-            }
-            #[inline(always)]
-            fn cos(self) -> Self {
-                libm::$cos(self)
-            }
-            #[inline(always)]
             fn tanh(self) -> Self {
                 libm::$tanh(self)
             }
@@ -99,8 +173,13 @@ macro_rules! real {
     };
 }
 
-real!(f32, sqrtf32, fmaf32, expf, logf, sinf, cosf, tanhf, powf);
-real!(f64, sqrtf64, fmaf64, exp, log, sin, cos, tanh, pow);
+real!(f32, exact_f32, f32_approx, fmaf32, tanhf, powf,
+    sqrt() => sqrt_fast, rsqrt() => rsqrt_fast, div(d) => div_fast, exp() => exp_fast,
+    ln() => ln_fast, sin() => sin_fast, cos() => cos_fast);
+// f64 has no fast flavour (nvcc's -use_fast_math leaves double alone too).
+real!(f64, exact_f64, exact_f64, fmaf64, tanh, pow,
+    sqrt() => sqrt_fast, rsqrt() => rsqrt_fast, div(d) => div_fast, exp() => exp_fast,
+    ln() => ln_fast, sin() => sin_fast, cos() => cos_fast);
 
 macro_rules! free_functions {
     ($($name:ident($($arg:ident),*)),* $(,)?) => {
@@ -116,6 +195,8 @@ macro_rules! free_functions {
 
 free_functions!(
     sqrt(),
+    rsqrt(),
+    div(d),
     mul_add(a, b),
     abs(),
     exp(),
