@@ -462,7 +462,10 @@ fn approximate_f32(line: &str) -> String {
 
 /// Whether `word` is one of LLVM's fast-math flags.
 fn is_fast_math_flag(word: &str) -> bool {
-    ["fast", "nnan", "ninf", "nsz", "arcp", "contract", "afn", "reassoc"].contains(&word)
+    [
+        "fast", "nnan", "ninf", "nsz", "arcp", "contract", "afn", "reassoc",
+    ]
+    .contains(&word)
 }
 
 /// The glue module for `module`'s text and its entries, for `arch`.
@@ -592,7 +595,7 @@ pub fn link(
         &contracted,
         apply_code_options(&optimized_text, module_options),
     )
-        .map_err(|e| format!("cannot write {}: {e}", contracted.display()))?;
+    .map_err(|e| format!("cannot write {}: {e}", contracted.display()))?;
     let object = file("kernels.o");
     run(
         tools.llc,
@@ -601,11 +604,13 @@ pub fn link(
             os("-mtriple=amdgcn-amd-amdhsa"),
             os(&mcpu),
             os("--amdhsa-code-object-version=5"),
-            os(if module_options.fma_contraction || module_options.fast_math {
-                "-fp-contract=fast"
-            } else {
-                "-fp-contract=off"
-            }),
+            os(
+                if module_options.fma_contraction || module_options.fast_math {
+                    "-fp-contract=fast"
+                } else {
+                    "-fp-contract=off"
+                },
+            ),
             os("-filetype=obj"),
             contracted.as_os_str(),
             os("-o"),

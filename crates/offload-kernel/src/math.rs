@@ -12,9 +12,13 @@
 //! for kernels marked `#[offload::kernel(fast_math)]` and modules built with
 //! `Kernels::fast_math(true)` (which makes these functions [`fast`]'s on the GPU).
 
+mod exact;
+mod f32_approx;
 pub mod fast;
 
-use fast::f32_approx;
+// (f32's exact functions go unused on a GPU when the whole module is fast math.)
+#[cfg_attr(offload_fast_math, allow(unused_imports))]
+use exact::{for_f32, for_f64};
 
 pub use crate::arith::{add, mul, Arith};
 
@@ -60,58 +64,6 @@ pub trait Real: Copy {
     /// [`fast::cos`].
     fn cos_fast(self) -> Self;
 }
-
-/// The exact functions of each type, which `Real` and the exact side of [`fast`] call.
-macro_rules! exact {
-    ($module:ident, $t:ty, $sqrt:ident, $exp:ident, $ln:ident, $sin:ident, $cos:ident) => {
-        #[cfg_attr(offload_fast_math, allow(dead_code))]
-        pub(crate) mod $module {
-            #[inline(always)]
-            pub fn sqrt(x: $t) -> $t {
-                #[cfg(any(target_arch = "nvptx64", target_arch = "amdgpu"))]
-                {
-                    // SAFETY: sqrt is defined for every input (NaN for negatives). (A safe
-                    // intrinsic in newer rustc versions, hence the allow.)
-                    #[allow(unused_unsafe)]
-                    unsafe {
-                        core::intrinsics::$sqrt(x)
-                    }
-                }
-                #[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
-                {
-                    <$t>::sqrt(x)
-                }
-            }
-            #[inline(always)]
-            pub fn rsqrt(x: $t) -> $t {
-                1.0 / sqrt(x)
-            }
-            #[inline(always)]
-            pub fn div(x: $t, d: $t) -> $t {
-                x / d
-            }
-            #[inline(always)]
-            pub fn exp(x: $t) -> $t {
-                libm::$exp(x)
-            }
-            #[inline(always)]
-            pub fn ln(x: $t) -> $t {
-                libm::$ln(x)
-            }
-            #[inline(always)]
-            pub fn sin(x: $t) -> $t {
-                libm::$sin(x)
-            }
-            #[inline(always)]
-            pub fn cos(x: $t) -> $t {
-                libm::$cos(x)
-            }
-        }
-    };
-}
-
-exact!(exact_f32, f32, sqrtf32, expf, logf, sinf, cosf);
-exact!(exact_f64, f64, sqrtf64, exp, log, sin, cos);
 
 /// The functions that `Kernels::fast_math(true)` (offload-build's `--cfg offload_fast_math`)
 /// turns into [`fast`]'s on the GPU targets that have approximations; `$fast` names them.
@@ -173,18 +125,19 @@ macro_rules! real {
     };
 }
 
-real!(f32, exact_f32, f32_approx, fmaf32, tanhf, powf,
+real!(f32, for_f32, f32_approx, fmaf32, tanhf, powf,
     sqrt() => sqrt_fast, rsqrt() => rsqrt_fast, div(d) => div_fast, exp() => exp_fast,
     ln() => ln_fast, sin() => sin_fast, cos() => cos_fast);
 // f64 has no fast flavour (nvcc's -use_fast_math leaves double alone too).
-real!(f64, exact_f64, exact_f64, fmaf64, tanh, pow,
+real!(f64, for_f64, for_f64, fmaf64, tanh, pow,
     sqrt() => sqrt_fast, rsqrt() => rsqrt_fast, div(d) => div_fast, exp() => exp_fast,
     ln() => ln_fast, sin() => sin_fast, cos() => cos_fast);
 
 macro_rules! free_functions {
     ($($name:ident($($arg:ident),*)),* $(,)?) => {
         $(
-            #[doc = concat!("[`Real::", stringify!($name), "`], the same bits on every backend.")]
+            #[doc = concat!("[`Real::", stringify!($name), "`], the same bits on every backend (in a module \
+                             built with `Kernels::fast_math(true)`, [`fast`]'s on the GPU).")]
             #[inline(always)]
             pub fn $name<T: Real>(x: T $(, $arg: T)*) -> T {
                 Real::$name(x $(, $arg)*)
@@ -223,6 +176,11 @@ mod tests {
             assert_eq!(sqrt(x.abs()), x.abs().sqrt());
             assert_eq!(abs(x), x.abs());
             assert_eq!(mul_add(x, 3.0, 1.0), x.mul_add(3.0, 1.0));
+            assert_eq!(rsqrt(x.abs()), 1.0 / x.abs().sqrt());
+            assert_eq!(div(x, 3.0), x / 3.0);
+            // On the host the fast functions are the exact ones.
+            assert_eq!(fast::sin(x as f32), sin(x as f32));
+            assert_eq!(fast::rsqrt(x.abs() as f32), rsqrt(x.abs() as f32));
             let xf = x as f32;
             let closef =
                 |got: f32, want: f64| ((got as f64) - want).abs() <= 2.5e-7 * want.abs().max(1e-30);

@@ -166,10 +166,7 @@ mod tests {
             section("max_registers = 24, fma").as_deref(),
             Some(".offload.fma.maxnreg24")
         );
-        assert_eq!(
-            section("fast_math").as_deref(),
-            Some(".offload.fastmath")
-        );
+        assert_eq!(section("fast_math").as_deref(), Some(".offload.fastmath"));
         assert_eq!(
             section("max_registers = 64, fast_math, fma").as_deref(),
             Some(".offload.fma.fastmath.maxnreg64")

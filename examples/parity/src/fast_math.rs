@@ -3,6 +3,11 @@
 //! root per pair) and a pair energy (a square root, a sine, a cosine and a division per pair).
 //! `cuda/fast_math.cu` holds the same algorithms in CUDA C; `approximations` runs each function
 //! of `offload::math::fast` for the tests of its error bounds.
+//!
+//! Each kernel checks once, before its loop, that every body has an output: the bounds check
+//! of `bodies[i]` then goes, and with it the panic call inside the grid-stride loop, around
+//! which ptxas keeps the memory descriptor in general registers and moves it back before every
+//! load (`R2UR`; docs/PERFORMANCE.md, fast math).
 use offload::prelude::*;
 
 /// A body: position and mass (a CUDA `float4`, aligned alike: one 16-byte load).
@@ -29,6 +34,7 @@ pub struct Accel {
 /// `a_i = Σ_j m_j (p_j − p_i) / (|p_j − p_i|² + ε²)^{3/2}`.
 #[offload::kernel(fast_math)]
 pub fn nbody_forces(softening2: f32, bodies: &[Body], accel: &mut [Accel]) {
+    assert_eq!(bodies.len(), accel.len());
     for (i, a) in accel.iter_mine() {
         let p = bodies[i];
         let (mut ax, mut ay, mut az) = (0.0f32, 0.0f32, 0.0f32);
@@ -53,6 +59,7 @@ pub fn nbody_forces(softening2: f32, bodies: &[Body], accel: &mut [Accel]) {
 /// `e_i = m_i Σ_j m_j (cos κr + ½ sin κr) / r`, `r = (|p_j − p_i|² + ε²)^{1/2}`.
 #[offload::kernel(fast_math)]
 pub fn pair_energy(softening2: f32, kappa: f32, bodies: &[Body], energy: &mut [f32]) {
+    assert_eq!(bodies.len(), energy.len());
     for (i, e) in energy.iter_mine() {
         let p = bodies[i];
         let mut sum = 0.0f32;
@@ -70,6 +77,7 @@ pub fn pair_energy(softening2: f32, kappa: f32, bodies: &[Body], energy: &mut [f
 /// flush to zero (the benchmark reports its registers, stack and occupancy beside the fast one's).
 #[offload::kernel]
 pub fn pair_energy_exact(softening2: f32, kappa: f32, bodies: &[Body], energy: &mut [f32]) {
+    assert_eq!(bodies.len(), energy.len());
     for (i, e) in energy.iter_mine() {
         let p = bodies[i];
         let mut sum = 0.0f32;

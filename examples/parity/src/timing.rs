@@ -51,7 +51,10 @@ impl Cuda {
 }
 
 /// Device time of an offload launch queued on `stream`, in ms.
-pub fn time_offload(stream: &Stream<'_>, launch: &mut dyn FnMut() -> offload::Result<()>) -> Res<f64> {
+pub fn time_offload(
+    stream: &Stream<'_>,
+    launch: &mut dyn FnMut() -> offload::Result<()>,
+) -> Res<f64> {
     let a = stream.record()?;
     launch()?;
     let b = stream.record()?;

@@ -40,11 +40,7 @@ fn reference(bodies: &[Body], i: usize) -> ([f64; 3], f64) {
     let p = bodies[i];
     let (mut a, mut e) = ([0.0f64; 3], 0.0f64);
     for q in bodies {
-        let d = [
-            (q.x - p.x) as f64,
-            (q.y - p.y) as f64,
-            (q.z - p.z) as f64,
-        ];
+        let d = [(q.x - p.x) as f64, (q.y - p.y) as f64, (q.z - p.z) as f64];
         let d2 = d[0] * d[0] + d[1] * d[1] + d[2] * d[2] + SOFTENING2 as f64;
         let s = q.m as f64 / (d2 * d2.sqrt());
         for k in 0..3 {
@@ -134,7 +130,11 @@ fn main() -> Res<()> {
         block_dim: (BLOCK, 1, 1),
         shared_mem_bytes: 0,
     };
-    let matched = || Launch::on(&gpu).grid((N as u32).div_ceil(BLOCK)).block(BLOCK);
+    let matched = || {
+        Launch::on(&gpu)
+            .grid((N as u32).div_ceil(BLOCK))
+            .block(BLOCK)
+    };
     let mut rows = Vec::new();
 
     // n-body forces
@@ -191,7 +191,8 @@ fn main() -> Res<()> {
         let times = offload::scope(|scope| {
             let s = scope.stream(&gpu)?;
             let (db, de) = (s.upload(&host)?, s.alloc_zeroed::<f32>(N)?);
-            let run = |launch| fast_math::pair_energy::enqueue(&s, launch, SOFTENING2, KAPPA, db, de);
+            let run =
+                |launch| fast_math::pair_energy::enqueue(&s, launch, SOFTENING2, KAPPA, db, de);
             let times = measure(
                 &s,
                 &cuda,
@@ -233,9 +234,8 @@ fn main() -> Res<()> {
     let exact_ms = offload::scope(|scope| {
         let s = scope.stream(&gpu)?;
         let (db, de) = (s.upload(&host)?, s.alloc_zeroed::<f32>(N)?);
-        let mut launch = || {
-            fast_math::pair_energy_exact::enqueue(&s, matched(), SOFTENING2, KAPPA, db, de)
-        };
+        let mut launch =
+            || fast_math::pair_energy_exact::enqueue(&s, matched(), SOFTENING2, KAPPA, db, de);
         let times: Res<Vec<f64>> = (0..WARMUP + REPS)
             .map(|_| time_offload(&s, &mut launch))
             .collect();
