@@ -111,3 +111,16 @@ pub fn difference<T: Value + Into<f64>>(offload: &[T], cuda: &[T]) -> f64 {
         .fold(0.0, f64::max);
     worst / scale
 }
+
+/// The end of a benchmark run: the CSV `text` written to `csv` when given, and an error when
+/// `mismatches` kernels' outputs differed from CUDA C's.
+pub fn finish(csv: Option<String>, text: &str, mismatches: usize) -> Res<()> {
+    if let Some(path) = csv {
+        std::fs::write(&path, text)?;
+        println!("wrote {path}");
+    }
+    if mismatches > 0 {
+        return Err(format!("{mismatches} kernels differ from CUDA C").into());
+    }
+    Ok(())
+}

@@ -4,6 +4,7 @@
 //! does not. The GPU half skips visibly without a GPU and fails under `OFFLOAD_REQUIRE_GPU=1`.
 
 use offload::{BackendKind, Device, ImageFormat, Launch};
+use offload_parity::cases;
 use offload_parity::fast_math::{self, Accel, Body, FUNCTIONS};
 use std::io::Write;
 
@@ -12,17 +13,9 @@ const PER_FUNCTION: usize = 20_000;
 /// 2⁻¹²⁵: what flushing a subnormal input or result to zero may cost (the documented allowance).
 const FLUSH: f64 = 2.350988701644575e-38;
 
-/// Deterministic uniform numbers in [0, 1).
+/// Deterministic uniform numbers in [0, 1) (the benchmarks' generator).
 fn units(n: usize, seed: u64) -> Vec<f64> {
-    let mut s = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-    (0..n)
-        .map(|_| {
-            s = s
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            (s >> 11) as f64 / (1u64 << 53) as f64
-        })
-        .collect()
+    cases::values::<f64>(n, seed, 0.0, 1.0)
 }
 
 /// `lo·(hi/lo)^u`: spread over the binades from `lo` to `hi`.

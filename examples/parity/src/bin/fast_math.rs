@@ -10,7 +10,9 @@ use cudarc::driver::{CudaFunction, CudaModule, LaunchConfig, PushKernelArg};
 use offload::{Device, ImageFormat, Launch};
 use offload_bench_report::{Goal, Measure, Ratio};
 use offload_parity::fast_math::{self, Accel, Body};
-use offload_parity::timing::{difference, measure, median, time_offload, Cuda, Res, REPS, WARMUP};
+use offload_parity::timing::{
+    difference, finish, measure, median, time_offload, Cuda, Res, REPS, WARMUP,
+};
 use std::fmt::Write as _;
 use std::sync::Arc;
 
@@ -329,12 +331,5 @@ fn main() -> Res<()> {
          registers, {} B local memory, {} warps/SM",
         exact.registers, exact.local_bytes, exact.warps_per_sm
     );
-    if let Some(path) = csv {
-        std::fs::write(&path, text)?;
-        println!("wrote {path}");
-    }
-    if mismatches > 0 {
-        return Err(format!("{mismatches} kernels differ from CUDA C").into());
-    }
-    Ok(())
+    finish(csv, &text, mismatches)
 }

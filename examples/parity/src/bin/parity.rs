@@ -10,7 +10,7 @@ use offload::{Device, DeviceCopy, Launch, Stream};
 use offload_bench_report::{Goal, Measure, Ratio};
 use offload_parity::cases::{self, Sizes};
 use offload_parity::kernels::{self, Eos, Value, Weights, P, WINDOW};
-use offload_parity::timing::{difference, measure, Cuda, Res, REPS};
+use offload_parity::timing::{difference, finish, measure, Cuda, Res, REPS};
 use std::fmt::Write as _;
 
 const BLOCK: u32 = 256;
@@ -578,12 +578,5 @@ fn main() -> Res<()> {
             mismatches += 1;
         }
     }
-    if let Some(path) = csv {
-        std::fs::write(&path, text)?;
-        println!("wrote {path}");
-    }
-    if mismatches > 0 {
-        return Err(format!("{mismatches} kernels differ from CUDA C").into());
-    }
-    Ok(())
+    finish(csv, &text, mismatches)
 }
