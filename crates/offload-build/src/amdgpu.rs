@@ -138,6 +138,8 @@ pub(crate) struct Job<'a> {
     pub panic_reporting: bool,
     /// `Kernels::fma_contraction`: every kernel's float arithmetic may contract into FMAs.
     pub fma_contraction: bool,
+    /// `Kernels::fast_math`: every kernel is built with fast math.
+    pub fast_math: bool,
 }
 
 /// Builds and checks the code object of every architecture in `archs` that the toolchain can
@@ -199,7 +201,13 @@ fn first_line(text: &str) -> &str {
 }
 
 /// The device build's flags (`CARGO_ENCODED_RUSTFLAGS`) for one AMD architecture.
-fn rustflags(arch: &str, sysroot: &Path, manifest_dir: &Path, panic_reporting: bool) -> String {
+fn rustflags(
+    arch: &str,
+    sysroot: &Path,
+    manifest_dir: &Path,
+    panic_reporting: bool,
+    fast_math: bool,
+) -> String {
     let mut flags = format!(
         "-Ctarget-cpu={arch}\x1f--sysroot={}\x1f--remap-path-prefix={}/=",
         utf8(sysroot),
@@ -207,6 +215,10 @@ fn rustflags(arch: &str, sysroot: &Path, manifest_dir: &Path, panic_reporting: b
     );
     if !panic_reporting {
         flags.push_str("\x1f--cfg\x1foffload_panic_reporting_off");
+    }
+    if fast_math {
+        // offload-kernel's `math` picks the approximations (the link step does the rest).
+        flags.push_str("\x1f--cfg\x1foffload_fast_math");
     }
     flags
 }
@@ -235,7 +247,13 @@ fn build_arch(
         .env("RUSTC_BOOTSTRAP", "1")
         .env(
             "CARGO_ENCODED_RUSTFLAGS",
-            rustflags(arch, sysroot, job.manifest_dir, job.panic_reporting),
+            rustflags(
+                arch,
+                sysroot,
+                job.manifest_dir,
+                job.panic_reporting,
+                job.fast_math,
+            ),
         );
     let out = cmd
         .output()
@@ -258,7 +276,11 @@ fn build_arch(
         lld: &amd.lld,
     };
     let linked = work.join("kernels.hsaco");
-    let entries = amdgpu_link::link(&tools, &bitcode, arch, job.fma_contraction, &work, &linked)
+    let module_options = amdgpu_link::ModuleOptions {
+        fma_contraction: job.fma_contraction,
+        fast_math: job.fast_math,
+    };
+    let entries = amdgpu_link::link(&tools, &bitcode, arch, module_options, &work, &linked)
         .unwrap_or_else(|e| panic!("offload-build: AMD link step for {arch}: {e}"));
     let bytes = fs::read(&linked)
         .unwrap_or_else(|e| panic!("offload-build: cannot read {}: {e}", linked.display()));
@@ -396,7 +418,7 @@ mod tests {
 
     #[test]
     fn flags_point_at_the_cached_sysroot() {
-        let flags = rustflags("gfx942", Path::new("/c/sys"), Path::new("/p"), false);
+        let flags = rustflags("gfx942", Path::new("/c/sys"), Path::new("/p"), false, true);
         let flags: Vec<&str> = flags.split('\x1f').collect();
         assert_eq!(
             flags,
@@ -405,7 +427,9 @@ mod tests {
                 "--sysroot=/c/sys",
                 "--remap-path-prefix=/p/=",
                 "--cfg",
-                "offload_panic_reporting_off"
+                "offload_panic_reporting_off",
+                "--cfg",
+                "offload_fast_math"
             ]
         );
     }

@@ -39,14 +39,30 @@ pub struct Tools<'a> {
 /// (offload-macros' `KernelOptions::entry_section`: `.offload`, then `.fma` and `.maxnreg<N>`).
 const OPTIONS_SECTION: &str = " section \".offload.";
 
-/// The section of an `fma` kernel's wrapper, which `contract_fma_kernels` reads after inlining.
+/// The sections of `fma` and `fast_math` kernels' wrappers, which `apply_code_options` reads
+/// after inlining.
 const FMA_SECTION: &str = " section \".offload.fma\"";
+const FAST_MATH_SECTION: &str = " section \".offload.fma.fastmath\"";
+
+/// What `fast_math` puts on a function's `define` line: subnormal f32 values flush to zero.
+const FLUSH_TO_ZERO: &str = " \"denormal-fp-math-f32\"=\"preserve-sign,preserve-sign\"";
+
+/// The module-wide code options of the link (offload-build's `Kernels` settings).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ModuleOptions {
+    /// `Kernels::fma_contraction`: every kernel's float arithmetic may contract into FMAs.
+    pub fma_contraction: bool,
+    /// `Kernels::fast_math`: every function gets what a `fast_math` kernel gets.
+    pub fast_math: bool,
+}
 
 /// A kernel's code options, as its entry's options section names them.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 struct EntryOptions {
     /// `fma`: its float multiplies and adds may contract into FMAs.
     fma: bool,
+    /// `fastmath` (`fast_math`): `fma`, flush to zero, approximate f32 division and square roots.
+    fast_math: bool,
     /// `maxnreg<N>` (`max_registers = N`): at most N vector registers per lane
     /// (`amdgpu_register_cap`).
     max_registers: Option<u32>,
@@ -61,6 +77,8 @@ fn options_section(line: &str) -> Option<(usize, usize, EntryOptions)> {
     for word in line[words..words + len].split('.') {
         if word == "fma" {
             options.fma = true;
+        } else if word == "fastmath" {
+            options.fast_math = true;
         } else if let Some(n) = word.strip_prefix("maxnreg").and_then(|n| n.parse().ok()) {
             options.max_registers = Some(n);
         }
@@ -289,7 +307,8 @@ fn shared_arrays(module: &str) -> String {
     defs.join("\n")
 }
 
-/// The `amdgpu_kernel` of one entry for `arch`, with its `options`: in the FMA section for `fma`,
+/// The `amdgpu_kernel` of one entry for `arch`, with its `options`: in the FMA section for `fma`
+/// (and the fast-math one for `fast_math`),
 /// with `"amdgpu-num-vgpr"` for a register cap. The entry is inlined into it whatever its size:
 /// left a function of its own, an entry that reaches dynamic LDS makes the backend give the
 /// kernel every hidden argument (non-kernel code finds the dynamic LDS size there), which
@@ -330,7 +349,13 @@ fn kernel_wrapper(entry: &Entry, options: EntryOptions, arch: &str) -> Result<St
          define amdgpu_kernel void {}({}){register_cap}{} {{\n{body}  call void {callee}({}) alwaysinline\n  ret void\n}}\n",
         ir_global(&entry.kernel),
         params.join(", "),
-        if options.fma { FMA_SECTION } else { "" },
+        if options.fast_math {
+            FAST_MATH_SECTION
+        } else if options.fma {
+            FMA_SECTION
+        } else {
+            ""
+        },
         call_args.join(", ")
     ))
 }
@@ -375,37 +400,72 @@ fn kernel_options(module: &str) -> Vec<(String, EntryOptions)> {
     found
 }
 
-/// `module`'s text with LLVM's `contract` flag on every float multiply, add and subtract of the
-/// functions whose options section names `fma` (the kernels, with their entries and everything
-/// else inlined), which lets `llc` fuse them into FMAs; every options section is dropped.
-fn contract_fma_kernels(module: &str) -> String {
+/// `module`'s text with the code options of the functions whose options section names them (the
+/// kernels, with their entries and everything else inlined), or of every function for `module`'s
+/// options: LLVM's `contract` flag on every float multiply, add and subtract for `fma`, which
+/// lets `llc` fuse them into FMAs; for `fast_math`, that and flush to zero on f32, `afn arcp` on
+/// f32 divisions and `afn` on f32 square roots (`v_rcp_f32`, `v_sqrt_f32`, `v_rsq_f32`). Every
+/// options section is dropped.
+fn apply_code_options(module: &str, all: ModuleOptions) -> String {
     let mut out = String::with_capacity(module.len());
-    let mut in_fma = false;
+    let (mut in_fma, mut in_fast) = (false, false);
     for line in module.lines() {
         let section = options_section(line);
         if line.starts_with("define ") {
-            in_fma = section.is_some_and(|(_, _, options)| options.fma);
+            let options = section.map(|(_, _, options)| options).unwrap_or_default();
+            in_fast = all.fast_math || options.fast_math;
+            in_fma = in_fast || options.fma;
         }
-        let line = match section {
+        let mut line = match section {
             Some((start, end, _)) => format!("{}{}", &line[..start], &line[end..]),
             None => line.to_string(),
         };
-        let line = match ["fmul", "fadd", "fsub"].iter().find_map(|op| {
+        if in_fast && line.starts_with("define ") && line.ends_with(" {") {
+            line.insert_str(line.len() - 2, FLUSH_TO_ZERO);
+        }
+        let arithmetic = ["fmul", "fadd", "fsub"].iter().find_map(|op| {
             line.split_once(&format!(" = {op} "))
                 .map(|split| (op, split))
-        }) {
+        });
+        let line = match arithmetic {
             Some((op, (result, operands))) if in_fma && line.starts_with("  %") => {
                 format!("{result} = {op} contract {operands}")
             }
+            _ if in_fast => approximate_f32(&line),
             _ => line,
         };
         out.push_str(&line);
         out.push('\n');
         if line.starts_with('}') {
             in_fma = false;
+            in_fast = false;
         }
     }
     out
+}
+
+/// `line` with `afn arcp` on an f32 division and `afn` on a call of the f32 square root.
+fn approximate_f32(line: &str) -> String {
+    if let Some((result, operands)) = line.split_once(" = fdiv ") {
+        let ty = operands.split_whitespace().find(|w| !is_fast_math_flag(w));
+        if line.starts_with("  %") && ty == Some("float") {
+            return format!("{result} = fdiv afn arcp {operands}");
+        }
+    }
+    if let Some((head, call)) = line.split_once(" call ") {
+        if call.starts_with("float @llvm.sqrt.f32(") {
+            return format!("{head} call afn {call}");
+        }
+    }
+    line.to_string()
+}
+
+/// Whether `word` is one of LLVM's fast-math flags.
+fn is_fast_math_flag(word: &str) -> bool {
+    [
+        "fast", "nnan", "ninf", "nsz", "arcp", "contract", "afn", "reassoc",
+    ]
+    .contains(&word)
 }
 
 /// The glue module for `module`'s text and its entries, for `arch`.
@@ -466,13 +526,13 @@ fn run(tool: &Path, args: &[&OsStr], what: &str) -> Result<(), String> {
 }
 
 /// Links `bitcode` for `arch` into the code object `output`, with intermediate files in `work`;
-/// `fma_contraction` lets every kernel's float arithmetic contract into FMAs
-/// (`Kernels::fma_contraction`). Returns the kernel entries it wrapped.
+/// `module_options` are the `Kernels` settings that apply to every kernel. Returns the kernel
+/// entries it wrapped.
 pub fn link(
     tools: &Tools<'_>,
     bitcode: &Path,
     arch: &str,
-    fma_contraction: bool,
+    module_options: ModuleOptions,
     work: &Path,
     output: &Path,
 ) -> Result<Vec<Entry>, String> {
@@ -531,8 +591,11 @@ pub fn link(
     let contracted = file("contracted.ll");
     let optimized_text = fs::read_to_string(&optimized)
         .map_err(|e| format!("cannot read {}: {e}", optimized.display()))?;
-    fs::write(&contracted, contract_fma_kernels(&optimized_text))
-        .map_err(|e| format!("cannot write {}: {e}", contracted.display()))?;
+    fs::write(
+        &contracted,
+        apply_code_options(&optimized_text, module_options),
+    )
+    .map_err(|e| format!("cannot write {}: {e}", contracted.display()))?;
     let object = file("kernels.o");
     run(
         tools.llc,
@@ -541,11 +604,13 @@ pub fn link(
             os("-mtriple=amdgcn-amd-amdhsa"),
             os(&mcpu),
             os("--amdhsa-code-object-version=5"),
-            os(if fma_contraction {
-                "-fp-contract=fast"
-            } else {
-                "-fp-contract=off"
-            }),
+            os(
+                if module_options.fma_contraction || module_options.fast_math {
+                    "-fp-contract=fast"
+                } else {
+                    "-fp-contract=off"
+                },
+            ),
             os("-filetype=obj"),
             contracted.as_os_str(),
             os("-o"),
@@ -702,7 +767,7 @@ define internal void @helper(i32 %x) {
                          \x20 %m = fmul float %x, %y\n\
                          }\n";
         assert_eq!(
-            contract_fma_kernels(optimized),
+            apply_code_options(optimized, ModuleOptions::default()),
             "define amdgpu_kernel void @fused(ptr %a) {\n\
              \x20 %m = fmul contract float %x, %y\n\
              \x20 %s = fadd contract nnan float %m, %z\n\
@@ -715,6 +780,56 @@ define internal void @helper(i32 %x) {
              define void @__offload_amdgpu_capped(ptr %a) unnamed_addr #0 {\n\
              \x20 %m = fmul float %x, %y\n\
              }\n"
+        );
+    }
+
+    /// A `fastmath` kernel's wrapper sits in the fast-math section; after inlining it gets
+    /// contraction, flush to zero and approximate f32 division and square roots, and no other
+    /// function does, unless the module is fast math as a whole.
+    #[test]
+    fn fast_math_kernels_get_approximations_and_flush_to_zero() {
+        let module = "define void @__offload_amdgpu_quick(ptr align 4 dereferenceable(4) %a) unnamed_addr #0 section \".offload.fastmath.maxnreg64\" {\n  ret void\n}\n";
+        let g = glue(module, &entries(module).unwrap(), "gfx1100").unwrap();
+        assert!(g.contains(
+            "define amdgpu_kernel void @quick(ptr addrspace(4) noundef byref([4 x i8]) align 4 %a) \"amdgpu-num-vgpr\"=\"64\" section \".offload.fma.fastmath\" {"
+        ), "{g}");
+
+        let body = "\x20 %m = fmul float %x, %y\n\
+                    \x20 %q = fdiv float %m, %z\n\
+                    \x20 %r = fdiv contract float 1.0, %q\n\
+                    \x20 %w = fdiv double %u, %v\n\
+                    \x20 %s = tail call float @llvm.sqrt.f32(float %q)\n\
+                    \x20 %t = tail call double @llvm.sqrt.f64(double %w)\n\
+                    }\n";
+        let optimized = format!(
+            "define amdgpu_kernel void @quick(ptr %a) #1 section \".offload.fma.fastmath\" {{\n{body}\
+             define amdgpu_kernel void @plain(ptr %a) #1 {{\n{body}"
+        );
+        let fast_body = "\x20 %m = fmul contract float %x, %y\n\
+                         \x20 %q = fdiv afn arcp float %m, %z\n\
+                         \x20 %r = fdiv afn arcp contract float 1.0, %q\n\
+                         \x20 %w = fdiv double %u, %v\n\
+                         \x20 %s = tail call afn float @llvm.sqrt.f32(float %q)\n\
+                         \x20 %t = tail call double @llvm.sqrt.f64(double %w)\n\
+                         }\n";
+        let ftz = "\"denormal-fp-math-f32\"=\"preserve-sign,preserve-sign\"";
+        assert_eq!(
+            apply_code_options(&optimized, ModuleOptions::default()),
+            format!(
+                "define amdgpu_kernel void @quick(ptr %a) #1 {ftz} {{\n{fast_body}\
+                 define amdgpu_kernel void @plain(ptr %a) #1 {{\n{body}"
+            )
+        );
+        let everywhere = ModuleOptions {
+            fma_contraction: false,
+            fast_math: true,
+        };
+        assert_eq!(
+            apply_code_options(&optimized, everywhere),
+            format!(
+                "define amdgpu_kernel void @quick(ptr %a) #1 {ftz} {{\n{fast_body}\
+                 define amdgpu_kernel void @plain(ptr %a) #1 {ftz} {{\n{fast_body}"
+            )
         );
     }
 

@@ -105,6 +105,7 @@ pub struct Kernels {
     modules: Vec<PathBuf>,
     panic_reporting: bool,
     fma_contraction: bool,
+    fast_math: bool,
 }
 
 /// What [`Kernels::build`] produced.
@@ -131,6 +132,7 @@ impl Kernels {
             modules: Vec::new(),
             panic_reporting: true,
             fma_contraction: false,
+            fast_math: false,
         }
     }
 
@@ -149,6 +151,18 @@ impl Kernels {
     /// bits from the host backend's, which keeps Rust's arithmetic: compare them with a tolerance.
     pub fn fma_contraction(mut self, on: bool) -> Self {
         self.fma_contraction = on;
+        self
+    }
+
+    /// Whether every kernel of the module is built with fast math, as nvcc's `-use_fast_math`
+    /// builds CUDA C (off by default; `#[offload::kernel(fast_math)]` opts in one kernel): on
+    /// the GPU, `offload::math`'s `f32` `sin`, `cos`, `exp`, `ln`, `sqrt`, `rsqrt` and `div`
+    /// become `offload::math::fast`'s approximations (whose rustdoc gives their error bounds),
+    /// `f32` division and square roots become approximate too, subnormal `f32` values flush to
+    /// zero and multiplies and adds contract into FMAs. The host backend keeps exact results,
+    /// which are within those bounds.
+    pub fn fast_math(mut self, on: bool) -> Self {
+        self.fast_math = on;
         self
     }
 
@@ -672,7 +686,11 @@ fn device_pass(
         println!("offload: image cache miss {} ({})", key.hex, root.display());
     }
     let mut images = Vec::new();
-    let (panic_reporting, fma_contraction) = (kernels.panic_reporting, kernels.fma_contraction);
+    let (panic_reporting, fma_contraction, fast_math) = (
+        kernels.panic_reporting,
+        kernels.fma_contraction,
+        kernels.fast_math,
+    );
     let mut kernels: Vec<String> = Vec::new();
     // `core` from the user-wide cache, per architecture; without one (no cache directory, say),
     // each device build builds it in its own target dir (`-Zbuild-std`).
@@ -705,6 +723,7 @@ fn device_pass(
             manifest_dir,
             panic_reporting,
             fma_contraction,
+            fast_math,
             sysroot.as_deref(),
         );
         // One target dir per architecture: the flags differ, and sharing one would rebuild the
@@ -756,6 +775,7 @@ fn device_pass(
                     manifest_dir,
                     panic_reporting,
                     fma_contraction,
+                    fast_math,
                     sysroot.as_deref(),
                 )
             },
@@ -777,6 +797,7 @@ fn device_pass(
             images_dir: &images_dir,
             panic_reporting,
             fma_contraction,
+            fast_math,
         },
         &archs.amdgpu,
     );
@@ -882,6 +903,7 @@ fn device_rustflags(
     manifest_dir: &Path,
     panic_reporting: bool,
     fma_contraction: bool,
+    fast_math: bool,
     sysroot: Option<&Path>,
 ) -> String {
     // Panic locations name files relative to the package (`src/kernels.rs`), not by the build
@@ -901,6 +923,11 @@ fn device_rustflags(
     if fma_contraction {
         // Read by the link script, which runs llc (a flag change also makes cargo relink).
         flags.push_str("\x1f-Clink-arg=--fma-contraction");
+    }
+    if fast_math {
+        // offload-kernel's `math` picks the approximations; the link script flushes to zero and
+        // approximates division and square roots in every function.
+        flags.push_str("\x1f--cfg\x1foffload_fast_math\x1f-Clink-arg=--fast-math");
     }
     flags
 }
@@ -1220,6 +1247,7 @@ mod tests {
                 Path::new("/p"),
                 on,
                 false,
+                false,
                 None,
             )
         };
@@ -1243,6 +1271,7 @@ mod tests {
             Path::new("/p"),
             true,
             false,
+            false,
             Some(Path::new("/c/sys")),
         );
         assert!(cached.ends_with("\x1f--sysroot=/c/sys"), "{cached:?}");
@@ -1257,10 +1286,28 @@ mod tests {
                 Path::new("/p"),
                 true,
                 fma,
+                false,
                 None,
             )
         };
         assert!(!flags(false).contains("fma"));
         assert!(flags(true).ends_with("\x1f-Clink-arg=--fma-contraction"));
+    }
+
+    #[test]
+    fn fast_math_is_a_cfg_and_a_link_argument() {
+        let flags = |fast| {
+            device_rustflags(
+                "sm_90",
+                Path::new("/g/link"),
+                Path::new("/p"),
+                true,
+                false,
+                fast,
+                None,
+            )
+        };
+        assert!(!flags(false).contains("fast"));
+        assert!(flags(true).ends_with("\x1f--cfg\x1foffload_fast_math\x1f-Clink-arg=--fast-math"));
     }
 }

@@ -67,6 +67,7 @@ cpu=
 features=
 olevel=3
 fp_contract=off
+fast_all=0
 # The panic record and its host-flag pointer are looked up by name at run time: always keep them,
 # whether or not rustc lists a dependency's #[no_mangle] statics.
 exports=OFFLOAD_PANIC_RECORD,OFFLOAD_PANIC_FLAG_PTR
@@ -90,6 +91,8 @@ while [ $# -gt 0 ]; do
         --debug) shift ;;
         # offload-build's Kernels::fma_contraction(true), passed as a link argument.
         --fma-contraction) fp_contract=fast; shift ;;
+        # offload-build's Kernels::fast_math(true): every function as a `fastmath` entry (below).
+        --fast-math) fp_contract=fast; fast_all=1; shift ;;
         -*) fail "unexpected argument $1" ;;
         *)
             n=$((n + 1))
@@ -141,19 +144,25 @@ else
 fi
 
 # Everything but the exports becomes internal, so the optimizer can inline and drop it.
-# (opt rejects -O3 next to -passes, hence default<O3> in the pipeline.)
-"$OPT" "--internalize-public-api-list=$exports" "-passes=internalize,default<O$olevel>" \
+# (opt rejects -O3 next to -passes, hence default<O3> in the pipeline.) A loop over a Rust slice
+# iterator compares pointers, and at LLVM's default expansion budget (4) its trip count counts as
+# too costly to compute, so the runtime unrolling that NVPTX asks for never happens; nvcc
+# unrolls the same loops by 4. Budget 8 lets LLVM unroll them (docs/PERFORMANCE.md, fast math).
+"$OPT" -scev-cheap-expansion-budget=8 "--internalize-public-api-list=$exports" "-passes=internalize,default<O$olevel>" \
     "$work/linked.bc" -S -o "$work/opt.ll" || fail "opt failed"
 
 # A kernel's entries sit in a section that names its code options (offload-macros'
-# KernelOptions::entry_section): `.offload`, then `.fma` and `.maxnreg<N>` as given. `fma`: their
-# float multiplies, adds and subtracts (with everything inlined into them) get LLVM's `contract`
-# flag, which lets llc fuse them into FMAs. `maxnreg<N>`: the entry's name and N go to
-# $work/maxnreg for the PTX step below. The section itself is dropped.
+# KernelOptions::entry_section): `.offload`, then `.fma`, `.fastmath` and `.maxnreg<N>` as given.
+# `fma`: their float multiplies, adds and subtracts (with everything inlined into them) get LLVM's
+# `contract` flag, which lets llc fuse them into FMAs. `fastmath` (every function, with
+# --fast-math): `fma`, and flush to zero ("denormal-fp-math-f32"="preserve-sign": `.ftz` on every
+# f32 instruction), and `afn arcp` on f32 divisions and `afn` on f32 square roots, which llc turns
+# into `div.approx`, `sqrt.approx` and, for `1 / sqrt(x)`, `rsqrt.approx`. `maxnreg<N>`: the
+# entry's name and N go to $work/maxnreg for the PTX step below. The section itself is dropped.
 : > "$work/maxnreg"
-awk -v caps="$work/maxnreg" '
+awk -v caps="$work/maxnreg" -v fast_all="$fast_all" '
     /^define / {
-        fma = 0
+        fma = fast_all; fast = fast_all
         if (match($0, / section "\.offload(\.[a-z0-9]+)+"/)) {
             words = substr($0, RSTART + 19, RLENGTH - 20)
             $0 = substr($0, 1, RSTART - 1) substr($0, RSTART + RLENGTH)
@@ -163,13 +172,17 @@ awk -v caps="$work/maxnreg" '
             n = split(words, word, ".")
             for (i = 1; i <= n; i++) {
                 if (word[i] == "fma") fma = 1
+                else if (word[i] == "fastmath") { fma = 1; fast = 1 }
                 else if (word[i] ~ /^maxnreg[0-9]+$/) print name, substr(word[i], 8) > caps
             }
         }
+        if (fast) sub(/ \{$/, " \"denormal-fp-math-f32\"=\"preserve-sign,preserve-sign\" {")
     }
     fma && /^  %[^ ]* = f(mul|add|sub) / { sub(/ = f(mul|add|sub) /, "& contract "); sub(/  contract /, " contract ") }
+    fast && /^  %[^ ]* = fdiv [a-z ]*float / { sub(/ = fdiv /, "& afn arcp "); sub(/  afn/, " afn") }
+    fast && / call [a-z ]*float @llvm\.sqrt\.f32\(/ { sub(/ call /, "& afn "); sub(/  afn/, " afn") }
     { print }
-    /^}/ { fma = 0 }
+    /^}/ { fma = 0; fast = 0 }
 ' "$work/opt.ll" > "$work/contracted.ll" || fail "awk failed"
 "$LLC" -mtriple=nvptx64-nvidia-cuda ${cpu:+"-mcpu=$cpu"} ${features:+"-mattr=$features"} \
     "-O$llc_olevel" "-fp-contract=$fp_contract" "$work/contracted.ll" -o "$work/llc.ptx" || fail "llc failed"
@@ -239,7 +252,7 @@ mod tests {
                 "link -S W/objects.bc -o W/objects.ll",
                 "link W/objects.bc W/shared.ll -o W/main.bc",
                 "link --ignore-non-bitcode --only-needed W/main.bc W/lib1002.a -o W/linked.bc",
-                "opt --internalize-public-api-list=OFFLOAD_PANIC_RECORD,OFFLOAD_PANIC_FLAG_PTR,saxpy,stencil -passes=internalize,default<O3> W/linked.bc -S -o W/opt.ll",
+                "opt -scev-cheap-expansion-budget=8 --internalize-public-api-list=OFFLOAD_PANIC_RECORD,OFFLOAD_PANIC_FLAG_PTR,saxpy,stencil -passes=internalize,default<O3> W/linked.bc -S -o W/opt.ll",
                 "llc -mtriple=nvptx64-nvidia-cuda -mcpu=sm_90 -O3 -fp-contract=off W/contracted.ll -o W/llc.ptx",
             ]
         );
@@ -327,6 +340,76 @@ awk '
                 entry("window__f32", "\n.maxnreg 200", "fadd float %x, %y"),
             ]
             .concat()
+        );
+    }
+
+    /// A `fastmath` entry gets contraction, flush to zero and approximate f32 division and
+    /// square roots; other functions only with `--fast-math`. Stand-in `llc` copies the IR it
+    /// is given to the output.
+    #[cfg(unix)]
+    #[test]
+    fn fast_math_reaches_the_ir_llc_reads() {
+        let tools = crate::fake_tools::FakeTools::new("offload-link-fast-math");
+        let body = "  %m = fmul float %x, %y\n  %q = fdiv float %m, %z\n  %w = fdiv double %u, %v\n  %s = tail call float @llvm.sqrt.f32(float %q)\n  ret void\n}\n";
+        let module = format!(
+            "define ptx_kernel void @quick(ptr %p) unnamed_addr #0 section \".offload.fastmath\" {{\n{body}\
+             define ptx_kernel void @plain(ptr %p) unnamed_addr #0 {{\n{body}"
+        );
+        let opt = tools.executable(
+            "opt",
+            &format!(
+                "#!/bin/sh\nwhile [ $# -gt 1 ]; do [ \"$1\" = -o ] && out=$2; shift; done\ncat > \"$out\" <<'EOF'\n{module}EOF\n"
+            ),
+        );
+        let llc = tools.executable(
+            "llc",
+            "#!/bin/sh\nflags=\nwhile [ $# -gt 0 ]; do case $1 in -o) out=$2; shift 2 ;; *.ll) in=$1; shift ;; *) flags=\"$flags// $1\n\"; shift ;; esac; done\n{ printf \"$flags\"; cat \"$in\"; } > \"$out\"\n",
+        );
+        let script = tools.executable("offload-link", &render(&tools.tool("link"), &opt, &llc));
+        let obj = tools.dir.join("k.rcgu.o");
+        std::fs::write(&obj, b"").unwrap();
+        let run = |extra: &[&str]| {
+            let out = tools.dir.join("k.ptx");
+            let status = std::process::Command::new(&script)
+                .env("TMPDIR", "/tmp")
+                .arg(&obj)
+                .args(["--target", "nvptx64-nvidia-cuda", "-o"])
+                .arg(&out)
+                .args(extra)
+                .output()
+                .unwrap();
+            assert!(
+                status.status.success(),
+                "{}",
+                String::from_utf8_lossy(&status.stderr)
+            );
+            std::fs::read_to_string(&out).unwrap()
+        };
+        let fast = "  %m = fmul contract float %x, %y\n  %q = fdiv afn arcp float %m, %z\n  %w = fdiv double %u, %v\n  %s = tail call afn float @llvm.sqrt.f32(float %q)\n  ret void\n}\n";
+        let ftz = "\"denormal-fp-math-f32\"=\"preserve-sign,preserve-sign\"";
+        let quick =
+            format!("define ptx_kernel void @quick(ptr %p) unnamed_addr #0 {ftz} {{\n{fast}");
+        let kernel_only = run(&[]);
+        assert!(
+            kernel_only.contains("// -fp-contract=off\n"),
+            "{kernel_only}"
+        );
+        assert!(
+            kernel_only.ends_with(&format!(
+                "{quick}define ptx_kernel void @plain(ptr %p) unnamed_addr #0 {{\n{body}"
+            )),
+            "{kernel_only}"
+        );
+        let everywhere = run(&["--fast-math"]);
+        assert!(
+            everywhere.contains("// -fp-contract=fast\n"),
+            "{everywhere}"
+        );
+        assert!(
+            everywhere.ends_with(&format!(
+                "{quick}define ptx_kernel void @plain(ptr %p) unnamed_addr #0 {ftz} {{\n{fast}"
+            )),
+            "{everywhere}"
         );
     }
 }

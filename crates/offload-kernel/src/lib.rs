@@ -10,11 +10,11 @@
 #![warn(missing_docs)]
 #![cfg_attr(
     all(target_arch = "nvptx64", not(feature = "spirv")),
-    feature(stdarch_nvptx, asm_experimental_arch)
+    feature(stdarch_nvptx, asm_experimental_arch, link_llvm_intrinsics)
 )]
 #![cfg_attr(
     target_arch = "amdgpu",
-    feature(stdarch_amdgpu, core_intrinsics, gpu_intrinsics)
+    feature(stdarch_amdgpu, core_intrinsics, gpu_intrinsics, link_llvm_intrinsics)
 )]
 #![cfg_attr(
     any(target_arch = "nvptx64", target_arch = "amdgpu"),

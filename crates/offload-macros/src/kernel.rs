@@ -47,7 +47,7 @@ pub fn expand(attr: TokenStream, item: TokenStream, images: Images) -> Result<To
     let name = &func.sig.ident;
     let body_fn = format_ident!("__offload_body_{}", name);
 
-    let body = expand_body(&func, &params, &body_fn)?;
+    let body = expand_body(&func, &params, &body_fn, options.fast_math.is_some())?;
     let device_entries = if instances.is_empty() {
         let entry = format_ident!("__offload_entry_{}", name);
         device_entry(
@@ -121,8 +121,13 @@ fn check_signature(func: &ItemFn) -> Result<()> {
 }
 
 /// The user's body with `&mut [T]` parameters seen as `ThreadSlice<T>` (or the view their
-/// ownership attribute names).
-fn expand_body(func: &ItemFn, params: &[Param], body_fn: &Ident) -> Result<TokenStream> {
+/// ownership attribute names); for a `fast_math` kernel, with `offload::math::fast` as `math`.
+fn expand_body(
+    func: &ItemFn,
+    params: &[Param],
+    body_fn: &Ident,
+    fast_math: bool,
+) -> Result<TokenStream> {
     let attrs = &func.attrs;
     let block = &func.block;
     let (generics, _, where_clause) = func.sig.generics.split_for_impl();
@@ -150,6 +155,17 @@ fn expand_body(func: &ItemFn, params: &[Param], body_fn: &Ident) -> Result<Token
         quote! { #block }
     } else {
         quote! {{ #(#tiles)* #block }}
+    };
+    // Shadows the module's `math` (the prelude's, or the user's `use offload::math`) for the
+    // body's own calls; functions the body calls keep theirs.
+    let body = if fast_math {
+        quote! {{
+            #[allow(unused_imports)]
+            use ::offload::math::fast as math;
+            #body
+        }}
+    } else {
+        body
     };
     let body = with_reductions(params, body);
     Ok(quote! {

@@ -34,6 +34,13 @@ use proc_macro::TokenStream;
 /// differ in the last bits from the host backend's (which keeps Rust's separate roundings).
 /// `offload_build::Kernels::fma_contraction(true)` does the same for a whole kernels module.
 ///
+/// `#[offload::kernel(fast_math)]` is nvcc's `-use_fast_math` for one kernel: in its body `math`
+/// is `offload::math::fast` (the GPU's approximate `f32` `sin`, `cos`, `exp`, `ln`, `sqrt`,
+/// `rsqrt`, `div`, within the error bounds that module documents), and on the device its `f32`
+/// divisions and square roots are approximate, subnormal `f32` values flush to zero and
+/// multiplies and adds fuse into FMAs. `f64`, SPIR-V images and the host backend stay exact.
+/// `offload_build::Kernels::fast_math(true)` does it for a whole kernels module.
+///
 /// `#[offload::kernel(max_registers = N)]` (1 to 255) caps the registers of each thread of the
 /// kernel, as CUDA's `__launch_bounds__`/`-maxrregcount`: offload-build writes `.maxnreg N` into
 /// the kernel's PTX entries (every instance), which ptxas and the driver's JIT obey, spilling to

@@ -1,5 +1,5 @@
-//! The options of `#[offload::kernel(...)]`: `fma`, `max_registers = N` and `instances(...)`,
-//! comma-separated, in any order.
+//! The options of `#[offload::kernel(...)]`: `fma`, `fast_math`, `max_registers = N` and
+//! `instances(...)`, comma-separated, in any order.
 
 use crate::instances::Declared;
 use proc_macro2::Span;
@@ -13,6 +13,10 @@ const MAX_REGISTERS: u32 = 255;
 pub struct KernelOptions {
     /// `fma`: the kernel's float multiplies and adds may fuse into FMAs on the device.
     pub fma: Option<Span>,
+    /// `fast_math`: the body sees `offload::math::fast` as `math`, and the device compiler gives
+    /// the kernel approximate `f32` division and square roots, flush to zero and FMAs, as
+    /// nvcc's `-use_fast_math`.
+    pub fast_math: Option<Span>,
     /// `max_registers = N`: the device compiler gives each thread of the kernel at most `N`
     /// registers, as CUDA's `__launch_bounds__`/`-maxrregcount` (1 to 255); on AMD GPUs, `N`
     /// vector registers per lane.
@@ -22,13 +26,16 @@ pub struct KernelOptions {
 
 impl KernelOptions {
     /// The link section of the kernel's device entries, which tells offload-build's device
-    /// linker the options that act on the generated code: `.offload` followed by `.fma` and
-    /// `.maxnreg<N>` as given (the linker reads the words and drops the section). `None`
-    /// without such options.
+    /// linker the options that act on the generated code: `.offload` followed by `.fma`,
+    /// `.fastmath` and `.maxnreg<N>` as given (the linker reads the words and drops the
+    /// section). `None` without such options.
     pub fn entry_section(&self) -> Option<String> {
         let mut section = String::from(".offload");
         if self.fma.is_some() {
             section.push_str(".fma");
+        }
+        if self.fast_math.is_some() {
+            section.push_str(".fastmath");
         }
         if let Some(n) = self.max_registers {
             section.push_str(&format!(".maxnreg{n}"));
@@ -40,12 +47,15 @@ impl KernelOptions {
 impl Parse for KernelOptions {
     fn parse(input: ParseStream) -> Result<Self> {
         let mut fma = None;
+        let mut fast_math = None;
         let mut max_registers = None;
         let mut instances = None;
         while !input.is_empty() {
             let key: Ident = input.parse()?;
             if key == "fma" && fma.is_none() {
                 fma = Some(key.span());
+            } else if key == "fast_math" && fast_math.is_none() {
+                fast_math = Some(key.span());
             } else if key == "max_registers" && max_registers.is_none() {
                 input.parse::<Token![=]>()?;
                 max_registers = Some(register_count(&input.parse()?)?);
@@ -54,13 +64,16 @@ impl Parse for KernelOptions {
                 let mut tokens = key.to_token_stream();
                 tokens.extend(group.into_token_stream());
                 instances = Some(syn::parse2::<Declared>(tokens)?);
-            } else if key == "fma" || key == "max_registers" || key == "instances" {
+            } else if ["fma", "fast_math", "max_registers", "instances"]
+                .iter()
+                .any(|k| key == k)
+            {
                 return Err(Error::new(key.span(), format!("`{key}` is given twice")));
             } else {
                 return Err(Error::new(
                     key.span(),
-                    "unknown kernel option; the options are `fma`, `max_registers = N` and \
-                     `instances(T = f32 | f64, ...)`",
+                    "unknown kernel option; the options are `fma`, `fast_math`, \
+                     `max_registers = N` and `instances(T = f32 | f64, ...)`",
                 ));
             }
             if !input.is_empty() {
@@ -69,6 +82,7 @@ impl Parse for KernelOptions {
         }
         Ok(KernelOptions {
             fma,
+            fast_math,
             max_registers,
             instances: instances.unwrap_or_else(Declared::none),
         })
@@ -109,6 +123,10 @@ mod tests {
         assert!(parse("fma, instances(T = f32)").unwrap().fma.is_some());
         let twice = parse("fma, fma").err().unwrap().to_string();
         assert_eq!(twice, "`fma` is given twice");
+        assert!(parse("fast_math, fma").unwrap().fast_math.is_some());
+        assert!(parse("fma").unwrap().fast_math.is_none());
+        let twice = parse("fast_math, fast_math").err().unwrap().to_string();
+        assert_eq!(twice, "`fast_math` is given twice");
         let unknown = parse("fast").err().unwrap().to_string();
         assert!(unknown.starts_with("unknown kernel option"), "{unknown}");
     }
@@ -147,6 +165,11 @@ mod tests {
         assert_eq!(
             section("max_registers = 24, fma").as_deref(),
             Some(".offload.fma.maxnreg24")
+        );
+        assert_eq!(section("fast_math").as_deref(), Some(".offload.fastmath"));
+        assert_eq!(
+            section("max_registers = 64, fast_math, fma").as_deref(),
+            Some(".offload.fma.fastmath.maxnreg64")
         );
     }
 }

@@ -5,21 +5,14 @@
 //! shape, CUDA C); the median of the repetitions is reported, and the outputs of offload and CUDA
 //! C are compared. Writes one CSV line per kernel and element type.
 
-use cudarc::driver::{
-    CudaContext, CudaFunction, CudaSlice, CudaStream, DeviceRepr, LaunchConfig, PushKernelArg,
-};
+use cudarc::driver::{CudaContext, CudaSlice, DeviceRepr, LaunchConfig, PushKernelArg};
 use offload::{Device, DeviceCopy, Launch, Stream};
 use offload_bench_report::{Goal, Measure, Ratio};
 use offload_parity::cases::{self, Sizes};
 use offload_parity::kernels::{self, Eos, Value, Weights, P, WINDOW};
-use std::error::Error;
+use offload_parity::timing::{difference, finish, measure, Cuda, Res, REPS};
 use std::fmt::Write as _;
-use std::sync::Arc;
 
-type Res<T> = Result<T, Box<dyn Error>>;
-
-const WARMUP: usize = 3;
-const REPS: usize = 15;
 const BLOCK: u32 = 256;
 
 /// One kernel's figures: milliseconds per launch (median), and the largest difference between
@@ -32,96 +25,6 @@ struct Row {
     matched: f64,
     cuda: f64,
     diff: f64,
-}
-
-/// The CUDA C side: context, stream, module.
-struct Cuda {
-    ctx: Arc<CudaContext>,
-    stream: Arc<CudaStream>,
-    module: Arc<cudarc::driver::CudaModule>,
-}
-
-impl Cuda {
-    fn function(&self, name: &str) -> Res<CudaFunction> {
-        Ok(self.module.load_function(name)?)
-    }
-    fn upload<T: DeviceRepr>(&self, data: &[T]) -> Res<CudaSlice<T>> {
-        Ok(self.stream.clone_htod(data)?)
-    }
-    fn zeros<T: DeviceRepr + cudarc::driver::ValidAsZeroBits>(
-        &self,
-        n: usize,
-    ) -> Res<CudaSlice<T>> {
-        Ok(self.stream.alloc_zeros(n)?)
-    }
-    /// Device time of `launch`, in ms.
-    fn time(&self, launch: &mut dyn FnMut(&CudaStream) -> Res<()>) -> Res<f64> {
-        let flags = Some(cudarc::driver::sys::CUevent_flags::CU_EVENT_DEFAULT);
-        let (a, b) = (self.ctx.new_event(flags)?, self.ctx.new_event(flags)?);
-        a.record(&self.stream)?;
-        launch(&self.stream)?;
-        b.record(&self.stream)?;
-        b.synchronize()?;
-        Ok(a.elapsed_ms(&b)? as f64)
-    }
-}
-
-/// Device time of an offload launch queued on `stream`, in ms.
-fn time_offload(stream: &Stream<'_>, launch: &mut dyn FnMut() -> offload::Result<()>) -> Res<f64> {
-    let a = stream.record()?;
-    launch()?;
-    let b = stream.record()?;
-    Ok(b.elapsed_since(&a)?.as_secs_f64() * 1e3)
-}
-
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
-}
-
-/// Runs the three variants interleaved and returns their medians.
-fn measure(
-    stream: &Stream<'_>,
-    cuda: &Cuda,
-    offload_default: &mut dyn FnMut() -> offload::Result<()>,
-    offload_matched: &mut dyn FnMut() -> offload::Result<()>,
-    cuda_launch: &mut dyn FnMut(&CudaStream) -> Res<()>,
-) -> Res<(f64, f64, f64)> {
-    let (mut a, mut b, mut c) = (Vec::new(), Vec::new(), Vec::new());
-    for rep in 0..WARMUP + REPS {
-        let ta = time_offload(stream, offload_default)?;
-        let tb = time_offload(stream, offload_matched)?;
-        let tc = cuda.time(cuda_launch)?;
-        if rep >= WARMUP {
-            a.push(ta);
-            b.push(tb);
-            c.push(tc);
-        }
-    }
-    Ok((median(a), median(b), median(c)))
-}
-
-/// Largest |offload - cuda| over the largest |cuda|.
-fn difference<T: Value + Into<f64>>(offload: &[T], cuda: &[T]) -> f64 {
-    assert_eq!(offload.len(), cuda.len());
-    let scale = cuda
-        .iter()
-        .map(|&v| v.into().abs())
-        .fold(0.0, f64::max)
-        .max(1e-300);
-    let worst = offload
-        .iter()
-        .zip(cuda)
-        .map(|(&a, &b)| {
-            let (a, b): (f64, f64) = (a.into(), b.into());
-            if a.is_nan() && b.is_nan() {
-                0.0
-            } else {
-                (a - b).abs()
-            }
-        })
-        .fold(0.0, f64::max);
-    worst / scale
 }
 
 fn grid_1d(n: usize) -> LaunchConfig {
@@ -675,12 +578,5 @@ fn main() -> Res<()> {
             mismatches += 1;
         }
     }
-    if let Some(path) = csv {
-        std::fs::write(&path, text)?;
-        println!("wrote {path}");
-    }
-    if mismatches > 0 {
-        return Err(format!("{mismatches} kernels differ from CUDA C").into());
-    }
-    Ok(())
+    finish(csv, &text, mismatches)
 }
