@@ -12,6 +12,7 @@
 //! | 16 × 8 × 16 | [`m16n8k16`] | `f16` or `bf16` | `f32` ([`Acc16x8`]) |
 //! | 16 × 8 × 8 | [`m16n8k8`] | tf32 (`f32` rounded to 10 mantissa bits, [`tf32_round`]) | `f32` ([`Acc16x8`]) |
 //! | 8 × 8 × 4 | [`m8n8k4`] | `f64` | `f64` ([`Acc8x8`]) |
+//! | 64 × 256 × 16, a warpgroup, sm_90a | [`wgmma`] | `bf16` | `f32` ([`wgmma::Acc64x256`]) |
 //!
 //! A warp's product of a `16 × k` tile of A with a `k × 8` tile of B (held as W = Bᵀ, as
 //! `nn.Linear` holds its weights) loads a fragment of each per 16 columns of k
@@ -61,6 +62,13 @@ pub mod m8n8k4;
 mod matrix;
 #[cfg(all(target_arch = "nvptx64", not(feature = "spirv")))]
 mod ptx;
+pub mod wgmma;
+#[cfg(all(
+    target_arch = "nvptx64",
+    target_feature = "sm_90a",
+    not(feature = "spirv")
+))]
+mod wgmma_ptx;
 
 pub use fragment::{Acc16x8, Acc8x8, Half};
 pub use matrix::{MatrixMut, MatrixRef};
