@@ -51,6 +51,7 @@ mod region;
 mod report;
 pub mod stream;
 mod stream_mode;
+mod tensor_map;
 pub mod trace;
 mod transfer;
 

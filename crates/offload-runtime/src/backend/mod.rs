@@ -21,6 +21,7 @@ mod code;
 pub mod cuda;
 mod cuda_graph;
 mod cuda_staging;
+mod cuda_tensor_map;
 pub mod host;
 mod interface;
 pub mod liboffload;
