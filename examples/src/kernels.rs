@@ -8,6 +8,7 @@ pub mod block;
 pub mod dgemm;
 pub mod gemm_bf16;
 mod gemm_tiles;
+pub mod gemm_wgmma;
 pub mod outputs;
 pub mod reductions;
 pub mod scans;
@@ -165,6 +166,7 @@ pub mod stencils;
 pub mod streams;
 pub mod views;
 pub mod warps;
+pub mod wgmma_tile;
 
 /// `y = a * x + y` in any precision: one generic kernel, one device entry per declared element
 /// type (`axpy__f32`, `axpy__f64`, `axpy__f16`, `axpy__bf16`). Half precision computes through

@@ -1,11 +1,16 @@
 //! Launch shapes of the tensor-core GEMMs (`kernels::sgemm_tf32`, `kernels::gemm_bf16`,
-//! `kernels::dgemm`): block size, dynamic shared memory (all four stages, or as many as the
-//! device gives a block: fewer on the host backend's 48 KiB), and one block per output tile
-//! unless a grid is given.
+//! `kernels::dgemm`, `kernels::gemm_wgmma`, with its tensor maps): block size, dynamic shared
+//! memory (all four stages, or as many as the device gives a block: fewer on the host backend's
+//! 48 KiB), and one block per output tile unless a grid is given.
 use crate::kernels::dgemm::{dgemm_blocks, DGEMM_SHARED_BYTES, DGEMM_THREADS};
 use crate::kernels::gemm_bf16::{gemm_bf16_blocks, GEMM_BF16_SHARED_BYTES, GEMM_BF16_THREADS};
+use crate::kernels::gemm_wgmma::{
+    gemm_wgmma_blocks, gemm_wgmma_layout, GEMM_WGMMA_SHARED_BYTES, GEMM_WGMMA_THREADS, WGMMA_BM,
+    WGMMA_BN,
+};
 use crate::kernels::sgemm_tf32::{sgemm_tf32_blocks, SGEMM_TF32_SHARED_BYTES, SGEMM_TF32_THREADS};
 use crate::kernels::tensor::MatDims;
+use offload::tensor_copy::TensorMap;
 use offload::{Device, Launch};
 
 /// The launch of `sgemm_tf32x3` for `dims` on `device` (`blocks`: the grid, else one block per
@@ -31,4 +36,25 @@ pub fn dgemm(device: &Device, dims: MatDims, blocks: Option<u32>) -> Launch<'_> 
         .grid(blocks.unwrap_or(dgemm_blocks(dims)).max(1))
         .block(DGEMM_THREADS)
         .dynamic_shared(DGEMM_SHARED_BYTES.min(device.limits().max_shared_per_block))
+}
+
+/// The launch of `gemm_bf16_wgmma` for `dims` on `device` (`blocks` as above).
+pub fn gemm_bf16_wgmma(device: &Device, dims: MatDims, blocks: Option<u32>) -> Launch<'_> {
+    Launch::on(device)
+        .grid(blocks.unwrap_or(gemm_wgmma_blocks(dims)).max(1))
+        .block(GEMM_WGMMA_THREADS)
+        .dynamic_shared(GEMM_WGMMA_SHARED_BYTES)
+}
+
+/// The tensor maps `gemm_bf16_wgmma` reads A and W through, for `device` memory at `a` and `w`
+/// (`device_ptr()`s of `dims.m × dims.k` and `dims.n × dims.k` row-major `bf16`).
+pub fn gemm_wgmma_maps(
+    device: &Device,
+    dims: MatDims,
+    (a, w): (u64, u64),
+) -> offload::Result<[TensorMap; 2]> {
+    Ok([
+        device.tensor_map_2d(a, &gemm_wgmma_layout(dims.m, dims.k, WGMMA_BM))?,
+        device.tensor_map_2d(w, &gemm_wgmma_layout(dims.n, dims.k, WGMMA_BN))?,
+    ])
 }

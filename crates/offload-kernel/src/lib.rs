@@ -57,6 +57,7 @@ mod shared_window;
 mod spirv;
 mod stencil;
 mod sync;
+pub mod tensor_copy;
 mod thread_slice;
 mod thread_window;
 mod tile_starts;

@@ -13,6 +13,7 @@
 //! | 16 × 8 × 8 | [`m16n8k8`] | tf32 (`f32` rounded to 10 mantissa bits, [`tf32_round`]) | `f32` ([`Acc16x8`]) |
 //! | 8 × 8 × 4 | [`m8n8k4`] | `f64` | `f64` ([`Acc8x8`]) |
 //! | 16 × 8 × 4, 8, 16 (sm_90) | [`m16n8k4_f64`], [`m16n8k8_f64`], [`m16n8k16_f64`] | `f64` | `f64` ([`Acc16x8F64`]) |
+//! | 64 × 256 × 16, a warpgroup, sm_90a | [`wgmma`] | `bf16` | `f32` ([`wgmma::Acc64x256`]) |
 //!
 //! A warp's product of a `16 × k` tile of A with a `k × 8` tile of B (held as W = Bᵀ, as
 //! `nn.Linear` holds its weights) loads a fragment of each per 16 columns of k
@@ -76,6 +77,13 @@ pub mod m8n8k4;
 mod matrix;
 #[cfg(all(target_arch = "nvptx64", not(feature = "spirv")))]
 mod ptx;
+pub mod wgmma;
+#[cfg(all(
+    target_arch = "nvptx64",
+    target_feature = "sm_90a",
+    not(feature = "spirv")
+))]
+mod wgmma_ptx;
 
 pub use fragment::{Acc16x8, Acc16x8F64, Acc8x8, Half};
 pub use m16n8_f64::{m16n8k16_f64, m16n8k4_f64, m16n8k8_f64};

@@ -565,6 +565,16 @@ fn expand_host(
         )),
         (p, s) => p.or(s),
     };
+    // An `unsafe fn` kernel: its own `# Safety` section is the launchers' contract too.
+    let contract = match (func.sig.unsafety.is_some(), contract) {
+        (true, other) => Some(format!(
+            "# Safety\nThe kernel is `unsafe`: keep the contract of its own `# Safety` section.{}",
+            other
+                .map(|o| format!("\n\nAlso: {}", o.trim_start_matches("# Safety\n")))
+                .unwrap_or_default()
+        )),
+        (false, other) => other,
+    };
     let unsafety = contract.as_ref().map(|_| quote! { unsafe });
     let contract_doc: Vec<&String> = contract.iter().collect();
     // Queued launches read and write their pointees until the stream's scope ends.

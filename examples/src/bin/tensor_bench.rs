@@ -6,6 +6,7 @@
 //! - `dgemm` (both depths, `m16n8k8` and `m16n8k16`) at 4096³ and 4096 × 4096 × 1000 against
 //!   cuBLAS DGEMM (`torch.mm` on `float64`); its error against a CPU `f64` product over
 //!   sampled elements, and torch measures its normwise difference from cuBLAS's product.
+//! - on a GPU, `gemm_bf16_wgmma` (sm_90a) the same way at 8192³, 4096³ and 4096 × 4096 × 1000.
 //!
 //! Times are the kernels' own (`LaunchReport::kernel_time`), the best of 5 launches in a data
 //! region; torch's the best of 20 CUDA-event timings. On the host backend the sizes shrink.
@@ -46,6 +47,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let size = arg(3, 4096, 256);
     dgemm_bench(&device, size, size)?;
     dgemm_bench(&device, size, (size as u64 * 1000 / 4096) as u32)?;
+    // Its tiles need more shared memory than the host backend gives a block.
+    if device.is_gpu() {
+        for shape in [(8192, 8192, 8192), (4096, 4096, 4096), (4096, 4096, 1000)] {
+            gemm_wgmma(&device, shape)?;
+        }
+    }
     Ok(())
 }
 
@@ -355,4 +362,95 @@ fn cublas_dgemm(
         (Some(Ok(t)), Some(Ok(d))) => Ok((t, d)),
         _ => Err(format!("unexpected torch output: {out}")),
     }
+}
+
+/// `gemm_bf16_wgmma` (warpgroup tensor cores fed by the copy engine, sm_90a) at `m × n × k`
+/// (`bf16` out, `A · Wᵀ`) against cuBLAS `bf16` (`torch.mm(a, w.t())`) of the same shape: on
+/// one block per multiprocessor (one fits), each streaming its tiles' slices without a break,
+/// and on one block per tile, for comparison.
+fn gemm_wgmma(
+    device: &Device,
+    (m, n, k): (u32, u32, u32),
+) -> Result<(), Box<dyn std::error::Error>> {
+    use offload_examples::kernels::gemm_wgmma::gemm_wgmma_blocks;
+    let dims = MatDims { m, n, k };
+    let script = format!(
+        "{BEST_MS}\
+         a = torch.randn({m}, {k}, device='cuda', dtype=torch.bfloat16)\n\
+         w = torch.randn({n}, {k}, device='cuda', dtype=torch.bfloat16)\n\
+         print(2 * {m} * {n} * {k} / (best_ms(lambda: torch.mm(a, w.t())) * 1e-3) / 1e12)\n"
+    );
+    let cublas = python(&script).and_then(|s| s.parse::<f64>().map_err(|e| e.to_string()));
+    let persistent = gemm_wgmma_blocks(dims).min(device.limits().multiprocessors);
+    let grids = [
+        (persistent, String::new()),
+        (gemm_wgmma_blocks(dims), ", one block per tile".to_string()),
+    ];
+    for (grid, label) in grids {
+        let ours = gemm_wgmma_on(device, dims, grid)?;
+        let shape = format!("{m}x{n}x{k}{label}");
+        match &cublas {
+            Ok(cublas) => {
+                println!(
+                    "gemm_bf16_wgmma {shape}: {ours:.1} TFLOP/s; cuBLAS bf16 (torch.mm(a, w.t())) \
+                     {cublas:.1} TFLOP/s; gemm_bf16_wgmma / cuBLAS = {:.2}",
+                    ours / cublas
+                );
+                Ratio::print(
+                    "tensor_bench",
+                    &format!("gemm_bf16_wgmma {shape}"),
+                    "cuBLAS bf16",
+                    Measure::Speed,
+                    ours / cublas,
+                    Goal::None,
+                );
+            }
+            Err(e) => println!("cuBLAS reference unavailable: {e}"),
+        }
+    }
+    Ok(())
+}
+
+/// `gemm_bf16_wgmma` of `dims` on `grid` blocks, checked against the CPU on 512 sampled
+/// elements: its TFLOP/s.
+fn gemm_wgmma_on(
+    device: &Device,
+    dims: MatDims,
+    grid: u32,
+) -> Result<f64, Box<dyn std::error::Error>> {
+    use offload_examples::kernels::gemm_wgmma::gemm_bf16_wgmma;
+    let MatDims { m, n, k } = dims;
+    let (mu, nu, ku) = (m as usize, n as usize, k as usize);
+    let (a, w) = (uniform_bf16(mu * ku, 5, 1.0), uniform_bf16(nu * ku, 6, 1.0));
+    let mut out = vec![bf16::NAN; mu * nu];
+    let launch = tensor_launch::gemm_bf16_wgmma(device, dims, Some(grid));
+    let time = offload::region_on(device, |r| {
+        let (a, w) = (r.to(&a)?, r.to(&w)?);
+        let mut out = r.from(&mut out)?;
+        let maps = tensor_launch::gemm_wgmma_maps(device, dims, (a.device_ptr(), w.device_ptr()))?;
+        best_kernel_time(REPEATS, || {
+            // SAFETY: the maps (copied to the device by the launch) describe `a` and `w` on
+            // this device, mapped for the whole region.
+            unsafe { gemm_bf16_wgmma::launch(launch, dims, &maps, &mut out) }
+        })
+    })?;
+    let worst = (0..512)
+        .map(|s| {
+            let (i, j) = (s * 7919 % mu, s * 104_729 % nu);
+            let (want, scale) = linear_entry(&a, &w, &[], ku, i, j);
+            (out[i * nu + j].to_f64() - want).abs() / scale
+        })
+        .fold(0.0, f64::max);
+    let ok = worst <= 2f64.powi(-8);
+    let ours = 2.0 * m as f64 * n as f64 * k as f64 / time.as_secs_f64() / 1e12;
+    println!(
+        "gemm_bf16_wgmma {m}x{n}x{k} (bf16 out), {grid} blocks: {:.3} ms, {ours:.1} TFLOP/s; 512 \
+         sampled elements vs CPU f64: worst |error| / sum|a*w| = {worst:.2e}: {}",
+        time.as_secs_f64() * 1e3,
+        if ok { "ok" } else { "MISMATCH" }
+    );
+    if !ok {
+        return Err("gemm_bf16_wgmma does not match the CPU".into());
+    }
+    Ok(ours)
 }

@@ -4,7 +4,8 @@
 //! `prepared_enqueue`), map kinds at the call site and what a launcher's parameters accept (`map`, `arg_traits`), data regions (`region`), streams
 //! and what their handles do (`stream`, `stream_mode`), recorded launches (`graph`), device
 //! data (`device_vec`, `device_view`, `device_slice`, `pinned`), array views as arguments
-//! (`nd`) and cuBLAS on device slices (`blas`). It uses only the mapping layer and the plugins.
+//! (`nd`), cuBLAS on device slices (`blas`) and TMA tensor maps (`tensor_map`). It uses only the
+//! mapping layer and the plugins.
 
 pub(crate) mod arg_traits;
 #[cfg(feature = "cublas")]
@@ -23,3 +24,4 @@ pub mod prepared_enqueue;
 pub(crate) mod region;
 pub mod stream;
 pub(crate) mod stream_mode;
+mod tensor_map;

@@ -7,6 +7,7 @@ use crate::plugins::cuda_graph;
 use crate::plugins::cuda_staging::{Staging, STAGE_FROM};
 use crate::plugins::image::{sm_number, DeviceImage, ImageFormat};
 use crate::plugins::interface::{
+use crate::plugins::cuda_tensor_map;
     Backend, BackendKind, DevicePtr, MemoryInfo, NativeQueue, Platform, QueueEvent, RecordedWork,
 };
 use crate::plugins::limits::{EntryLimits, Limits, Shape};
@@ -263,12 +264,15 @@ fn load_module(
 
 /// How well a GPU of compute capability `sm` (`90` for 9.0) runs `image`: a cubin for exactly its
 /// architecture best, else the newest PTX it can compile (the driver compiles PTX for any GPU at
-/// least as new as the PTX's target).
+/// least as new as the PTX's target). An arch-specific image (`sm_90a`: `wgmma`, `setmaxnreg`)
+/// runs on exactly its architecture, where it ranks above the plain one (a superset).
 fn image_rank(sm: u32, image: &DeviceImage) -> Option<u32> {
     let target = sm_number(image.target)?;
+    let specific = image.target.ends_with('a');
+    let fits = if specific { target == sm } else { target <= sm };
     match image.format {
-        ImageFormat::Cubin => (target == sm).then_some(u32::MAX),
-        ImageFormat::Ptx => (target <= sm).then_some(target),
+        ImageFormat::Cubin => (target == sm).then_some(u32::MAX - !specific as u32),
+        ImageFormat::Ptx => fits.then_some(2 * target + specific as u32),
         // For OpenCL devices and AMD GPUs.
         ImageFormat::Spirv | ImageFormat::HsaCodeObject => None,
     }
@@ -301,6 +305,17 @@ impl Backend for CudaBackend {
 
     fn memory_is_host(&self) -> bool {
         false
+    }
+
+    fn encode_tensor_map_2d(
+        &self,
+        address: DevicePtr,
+        layout: &offload_kernel::tensor_copy::TiledLayout,
+    ) -> Result<Option<[u64; 16]>> {
+        Ok(Some(
+            cuda_tensor_map::encode_2d(address.0, layout)
+                .map_err(self.driver_error("encoding a tensor map (cuTensorMapEncodeTiled)"))?,
+        ))
     }
 
     fn memory_info(&self) -> Result<MemoryInfo> {
@@ -813,8 +828,28 @@ mod tests {
                 .map(|(_, i)| (i.format, i.target))
         };
         assert_eq!(best(90), Some((ImageFormat::Cubin, "sm_90")));
-        assert_eq!(best(100), Some((ImageFormat::Ptx, "sm_90a")));
+        // sm_90a code runs on 9.0 only.
+        assert_eq!(best(100), Some((ImageFormat::Ptx, "sm_70")));
         assert_eq!(best(80), Some((ImageFormat::Ptx, "sm_70")));
         assert_eq!(best(61), None);
+    }
+
+    #[test]
+    fn prefers_the_arch_specific_image_on_its_own_gpu() {
+        let images = [
+            image(ImageFormat::Cubin, "sm_90"),
+            image(ImageFormat::Cubin, "sm_90a"),
+        ];
+        let best = images
+            .iter()
+            .filter_map(|i| Some((image_rank(90, i)?, i.target)))
+            .max_by_key(|(rank, _)| *rank);
+        assert_eq!(best.map(|b| b.1), Some("sm_90a"));
+        let ptx = [
+            image(ImageFormat::Ptx, "sm_90"),
+            image(ImageFormat::Ptx, "sm_90a"),
+        ];
+        let ranks: Vec<_> = ptx.iter().map(|i| image_rank(90, i)).collect();
+        assert!(ranks[1] > ranks[0], "{ranks:?}");
     }
 }

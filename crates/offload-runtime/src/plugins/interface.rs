@@ -277,6 +277,17 @@ pub trait Backend: Send + Sync + 'static {
     }
 
     // --- Recording (optional).
+    /// The 16 words of a 2D tiled tensor map of `layout` over device memory at `address`, for
+    /// the device's bulk tensor copies; `Ok(None)`, the default, when the plugin has no copy
+    /// engine to describe it to.
+    fn encode_tensor_map_2d(
+        &self,
+        _address: DevicePtr,
+        _layout: &offload_kernel::tensor_copy::TiledLayout,
+    ) -> Result<Option<[u64; 16]>> {
+        Ok(None)
+    }
+
     /// Start recording the launches queued on this queue from now on instead of running them,
     /// until `end_recording` (a CUDA stream capture). `Ok(false)`, the default, when the plugin
     /// cannot record: the layer above then keeps the launches itself and replays them one by

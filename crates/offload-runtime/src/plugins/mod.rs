@@ -22,6 +22,7 @@ pub mod cuda;
 mod cuda_graph;
 mod cuda_staging;
 pub(crate) mod error;
+mod cuda_tensor_map;
 pub mod host;
 pub(crate) mod image;
 mod interface;
