@@ -51,9 +51,10 @@ impl Comm {
         // Collective over `world`; the ranks that join get the communicator of those that do.
         let ranks = world.split_by_color(color);
         let (nccl, reason) = match (local, ranks) {
-            (Ok((library, context)), Some(ranks)) => {
-                (Some(NcclComm::new(library, &ranks, context)?), String::new())
-            }
+            (Ok((library, context)), Some(ranks)) => (
+                Some(NcclComm::new(library, &ranks, context)?),
+                String::new(),
+            ),
             (Ok(_), None) => (None, "no other rank uses NCCL".to_string()),
             (Err(reason), _) => (None, reason),
         };
@@ -199,7 +200,8 @@ impl Comm {
         stream: &Stream<'_>,
         vec: &DeviceVec<T>,
     ) -> Result<()> {
-        let same = |d: &Device| d.kind() == self.device.kind() && d.ordinal() == self.device.ordinal();
+        let same =
+            |d: &Device| d.kind() == self.device.kind() && d.ordinal() == self.device.ordinal();
         if same(stream.device()) && same(vec.device()) {
             return Ok(());
         }
@@ -258,10 +260,16 @@ fn nccl_candidate(
     }
     let native = offload::scope(|s| Ok(s.stream(device)?.native_queue()));
     let Ok(Some(NativeQueue::Cuda { context, .. })) = native else {
-        return Err(format!("{} is not a GPU of offload's CUDA plugin", device.name()));
+        return Err(format!(
+            "{} is not a GPU of offload's CUDA plugin",
+            device.name()
+        ));
     };
     if shared {
-        return Err(format!("another rank of this node uses {} too", device.name()));
+        return Err(format!(
+            "another rank of this node uses {} too",
+            device.name()
+        ));
     }
     Ok((Nccl::load()?, context))
 }

@@ -117,6 +117,11 @@ mod tests {
         let twice = Halo::new().receive(1, 0..4).receive(1, 3..5);
         assert!(refused(twice, 8).contains("overlaps"));
         // Sends may overlap each other, and empty parts overlap nothing.
-        assert!(Halo::new().send(1, 0..4).send(1, 2..6).receive(1, 4..4).check(8, 0, 2).is_ok());
+        assert!(Halo::new()
+            .send(1, 0..4)
+            .send(1, 2..6)
+            .receive(1, 4..4)
+            .check(8, 0, 2)
+            .is_ok());
     }
 }

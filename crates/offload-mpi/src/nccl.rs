@@ -221,26 +221,41 @@ impl NcclComm {
     ) -> Result<()> {
         self.nccl.make_current(self.context)?;
         // SAFETY: no argument.
-        self.nccl.check("ncclGroupStart", unsafe { (self.nccl.group_start)() })?;
+        let started = unsafe { (self.nccl.group_start)() };
+        self.nccl.check("ncclGroupStart", started)?;
         let mut queued = Ok(());
         for m in sends {
             // SAFETY: per the contract.
             let r = unsafe {
-                (self.nccl.send)(m.addr as *const c_void, m.count, element_type, m.peer, self.comm, stream)
+                (self.nccl.send)(
+                    m.addr as *const c_void,
+                    m.count,
+                    element_type,
+                    m.peer,
+                    self.comm,
+                    stream,
+                )
             };
             queued = queued.and(self.nccl.check("ncclSend", r));
         }
         for m in receives {
             // SAFETY: per the contract.
             let r = unsafe {
-                (self.nccl.recv)(m.addr as *mut c_void, m.count, element_type, m.peer, self.comm, stream)
+                (self.nccl.recv)(
+                    m.addr as *mut c_void,
+                    m.count,
+                    element_type,
+                    m.peer,
+                    self.comm,
+                    stream,
+                )
             };
             queued = queued.and(self.nccl.check("ncclRecv", r));
         }
         // The group is closed whatever failed in it.
         // SAFETY: no argument.
-        let ended = self.nccl.check("ncclGroupEnd", unsafe { (self.nccl.group_end)() });
-        queued.and(ended)
+        let ended = unsafe { (self.nccl.group_end)() };
+        queued.and(self.nccl.check("ncclGroupEnd", ended))
     }
 
     /// Queues an in-place sum of `count` elements at `addr` over all ranks on `stream`.

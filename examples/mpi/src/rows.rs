@@ -94,7 +94,14 @@ mod tests {
     #[test]
     fn blocks_exchange_their_edge_rows_with_their_neighbours() {
         let middle = row_halo(4, 5, Neighbours::of(1, 3));
-        assert_eq!(middle, Halo::new().send(0, 4..8).receive(0, 0..4).send(2, 12..16).receive(2, 16..20));
+        assert_eq!(
+            middle,
+            Halo::new()
+                .send(0, 4..8)
+                .receive(0, 0..4)
+                .send(2, 12..16)
+                .receive(2, 16..20)
+        );
         assert_eq!(row_halo(4, 5, Neighbours::of(0, 1)), Halo::new());
         assert_eq!(split(10, 4, 0), 0..3);
         assert_eq!(split(10, 4, 3), 8..10);
