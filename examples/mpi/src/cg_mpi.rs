@@ -19,10 +19,11 @@ use mpi::datatype::PartitionMut;
 use mpi::topology::{Communicator, SimpleCommunicator};
 use mpi::Count;
 use offload::{BackendKind, Device, DeviceVec, Launch};
+use offload_ecosystem_examples::kernels::cg::{self as cg_kernels, total};
 use offload_mpi::Comm;
-use offload_mpi_example::kernels::{self, total};
+use offload_mpi_example::kernels;
 use offload_mpi_example::rows::{self, Neighbours};
-use offload_mpi_example::{checksum, rank_device};
+use offload_mpi_example::{checksum, count, main_of, rank_device};
 use std::ops::Range;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
@@ -55,39 +56,14 @@ impl Share {
 }
 
 fn main() -> ExitCode {
-    let Some(universe) = mpi::initialize() else {
-        eprintln!("cg_mpi: MPI was already initialized");
-        return ExitCode::FAILURE;
-    };
-    let world = universe.world();
-    let problem = match parse(std::env::args().skip(1).collect(), world.size() as usize) {
-        Ok(p) => p,
-        Err(e) => {
-            if world.rank() == 0 {
-                eprintln!("cg_mpi: {e}\n{USAGE}");
-            }
-            return ExitCode::from(2);
-        }
-    };
-    match run(&world, &problem) {
-        Ok(code) => code,
-        Err(e) => {
-            eprintln!("cg_mpi: rank {}: {e}", world.rank());
-            // The other ranks may be waiting on this one.
-            world.abort(1)
-        }
-    }
+    main_of("cg_mpi", USAGE, parse, run)
 }
 
 fn parse(args: Vec<String>, ranks: usize) -> Result<Problem, String> {
     let [n, slabs, max_iterations] = &args[..] else {
         return Err(format!("expected 3 numbers, got {}", args.len()));
     };
-    let number = |s: &str| {
-        s.parse::<usize>()
-            .map_err(|e| format!("`{s}` is not a count: {e}"))
-    };
-    let (n, slabs, max_iterations) = (number(n)?, number(slabs)?, number(max_iterations)?);
+    let (n, slabs, max_iterations) = (count(n)?, count(slabs)?, count(max_iterations)?);
     if slabs < ranks || n < slabs {
         return Err(format!(
             "{slabs} slabs for {ranks} ranks and {n} rows: each rank needs a slab, each slab a row"
@@ -256,7 +232,7 @@ fn solve(
         let mut iterate = || -> offload_mpi::Result<(usize, f64, Duration)> {
             for (slab, part) in &slabs {
                 let target = rr[0].slice_mut(one(*slab));
-                kernels::norm2::enqueue(&stream, shape, r.slice(part.clone()), target)?;
+                cg_kernels::norm2::enqueue(&stream, shape, r.slice(part.clone()), target)?;
             }
             comm.all_reduce_sum(&stream, &mut rr[0])?;
             let b_norm = total(&rr[0].to_vec()?).sqrt();
@@ -279,7 +255,7 @@ fn solve(
                 comm.all_reduce_sum(&stream, &mut pap)?;
                 let [old, new, next] = &mut rr;
                 for (slab, part) in &slabs {
-                    kernels::update_residual::enqueue(
+                    cg_kernels::update_residual::enqueue(
                         &stream,
                         shape,
                         &*old,
@@ -293,7 +269,7 @@ fn solve(
                 }
                 comm.all_reduce_sum(&stream, new)?;
                 let own_p = p.slice_mut(n..(rows + 1) * n);
-                kernels::next_direction_reset::enqueue(
+                cg_kernels::next_direction_reset::enqueue(
                     &stream, shape, &*new, &*old, &r, own_p, &mut pap, next,
                 )?;
                 iterations += 1;

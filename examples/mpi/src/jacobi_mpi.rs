@@ -19,7 +19,7 @@ use offload::{Device, DeviceVec, Launch, Stream};
 use offload_examples::jacobi;
 use offload_mpi::{Comm, Halo};
 use offload_mpi_example::rows::{self, Neighbours};
-use offload_mpi_example::{checksum, kernels, rank_device};
+use offload_mpi_example::{checksum, count, kernels, main_of, rank_device};
 use std::ops::Range;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
@@ -34,46 +34,26 @@ struct Problem {
 }
 
 fn main() -> ExitCode {
-    let Some(universe) = mpi::initialize() else {
-        eprintln!("jacobi_mpi: MPI was already initialized");
-        return ExitCode::FAILURE;
-    };
-    let world = universe.world();
-    let problem = match parse(std::env::args().skip(1).collect()) {
-        Ok(p) => p,
-        Err(e) => {
-            if world.rank() == 0 {
-                eprintln!("jacobi_mpi: {e}\n{USAGE}");
-            }
-            return ExitCode::from(2);
-        }
-    };
-    match run(&world, &problem) {
-        Ok(code) => code,
-        Err(e) => {
-            eprintln!("jacobi_mpi: rank {}: {e}", world.rank());
-            // The other ranks may be waiting on this one.
-            world.abort(1)
-        }
-    }
+    main_of("jacobi_mpi", USAGE, parse, run)
 }
 
-fn parse(args: Vec<String>) -> Result<Problem, String> {
+fn parse(args: Vec<String>, ranks: usize) -> Result<Problem, String> {
     let check = args.iter().any(|a| a == "--check");
     let numbers: Vec<&String> = args.iter().filter(|a| *a != "--check").collect();
     let [width, height, sweeps] = numbers[..] else {
         return Err(format!("expected 3 numbers, got {}", numbers.len()));
     };
-    let number = |s: &str| {
-        s.parse::<usize>()
-            .map_err(|e| format!("`{s}` is not a count: {e}"))
-    };
-    let (width, height, sweeps) = (number(width)?, number(height)?, number(sweeps)?);
+    let (width, height, sweeps) = (count(width)?, count(height)?, count(sweeps)?);
     if width < 3 || height < 3 {
         return Err(format!("a {width} x {height} grid has no interior"));
     }
     if width * height > u32::MAX as usize {
         return Err("the kernel indexes the grid with 32 bits".into());
+    }
+    if height < ranks + 2 {
+        return Err(format!(
+            "{height} rows leave fewer interior rows than the {ranks} ranks"
+        ));
     }
     Ok(Problem {
         width,
@@ -94,12 +74,6 @@ fn run(
         sweeps,
         check,
     } = problem;
-    if height < ranks as usize + 2 {
-        if rank == 0 {
-            eprintln!("jacobi_mpi: {height} rows leave fewer interior rows than the {ranks} ranks");
-        }
-        return Ok(ExitCode::from(2));
-    }
     let (device, node_rank) = rank_device(world)?;
     let owned = rows::owned(height, ranks as usize, rank as usize);
     let held = rows::held(&owned);
