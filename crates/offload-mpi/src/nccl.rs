@@ -64,12 +64,18 @@ impl Nccl {
     /// libnccl from `OFFLOAD_NCCL` (a file) if set, else `libnccl.so.2` on the loader's path,
     /// else the one in the `nvidia-nccl-cu*` wheel of `python3`; the reason when none loads.
     pub(crate) fn load() -> std::result::Result<Nccl, String> {
-        let candidates: Vec<PathBuf> = match std::env::var_os("OFFLOAD_NCCL") {
-            Some(path) => vec![path.into()],
-            None => std::iter::once(PathBuf::from("libnccl.so.2"))
-                .chain(python_wheel())
-                .collect(),
-        };
+        match std::env::var_os("OFFLOAD_NCCL") {
+            Some(path) => Self::load_first(vec![path.into()]),
+            None => Self::load_first(
+                std::iter::once(PathBuf::from("libnccl.so.2"))
+                    .chain(python_wheel())
+                    .collect(),
+            ),
+        }
+    }
+
+    /// The first of `candidates` that loads, with its functions.
+    fn load_first(candidates: Vec<PathBuf>) -> std::result::Result<Nccl, String> {
         let mut failures = Vec::new();
         for path in candidates {
             // SAFETY: libnccl's initialisers are the vendor's; loading it runs nothing else.
@@ -284,5 +290,20 @@ impl Drop for NcclComm {
         // Finishes the operations still queued, then frees the communicator's resources.
         // SAFETY: the handle came from ncclCommInitRank and is destroyed once.
         let _ = unsafe { (self.nccl.comm_destroy)(self.comm) };
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_library_that_does_not_load_is_named_in_the_reason() {
+        let missing = PathBuf::from("/nonexistent/libnccl.so.2");
+        let Err(reason) = Nccl::load_first(vec![missing.clone(), missing]) else {
+            panic!("a missing file loaded");
+        };
+        assert!(reason.starts_with("libnccl not loaded (/nonexistent/libnccl.so.2: "));
+        assert_eq!(reason.matches("/nonexistent/libnccl.so.2").count(), 2);
     }
 }
