@@ -9,6 +9,10 @@
 //! 3. [`next_direction_reset`]: `p = r + (rr_new / rr) p`, and the next iteration's
 //!    accumulators (`pap` and the next `rr_new`) back to zero, since a reduction folds its total
 //!    into what its target holds.
+//!
+//! The scalars the kernels read are partial sums, added up in order ([`total`]): one on one
+//! device; one per slab of the grid in `examples/mpi`'s CG across MPI ranks, which uses these
+//! kernels on each slab.
 
 use offload::prelude::*;
 
@@ -22,7 +26,18 @@ pub fn laplacian_dot(n: u32, p: &[f64], ap: &mut [f64], #[reduce(sum)] pap: &mut
     }
 }
 
-/// CG's step: `alpha = rr[0] / pap[0]`, `x += alpha p`, `r += -alpha ap`, and
+/// The sum of `parts` in order, from `0.0` (one part: that part): a dot product from its
+/// partial sums (on the host too, where a solver reads a residual).
+#[inline]
+pub fn total(parts: &[f64]) -> f64 {
+    let mut sum = 0.0;
+    for part in parts {
+        sum += *part;
+    }
+    sum
+}
+
+/// CG's step: `alpha = Σrr / Σpap` ([`total`]), `x += alpha p`, `r += -alpha ap`, and
 /// `*rr_new += Σ r[i]²` of the new `r` (the residual update fused with its norm).
 #[offload::kernel]
 pub fn update_residual(
@@ -34,7 +49,7 @@ pub fn update_residual(
     r: &mut [f64],
     #[reduce(sum)] rr_new: &mut f64,
 ) {
-    let step = rr[0] / pap[0];
+    let step = total(rr) / total(pap);
     for (i, x, r) in x.iter_mine_with(&mut r) {
         *x += step * p[i];
         *r += -step * ap[i];
@@ -42,8 +57,8 @@ pub fn update_residual(
     }
 }
 
-/// `p = r + (rr_new[0] / rr[0]) p`: CG's next search direction; and `pap[0] = 0`,
-/// `rr_next[0] = 0`, the targets of the next iteration's two reductions.
+/// `p = r + (Σrr_new / Σrr) p`: CG's next search direction; and every element of `pap` and
+/// `rr_next` back to zero, the targets of the next iteration's two reductions.
 #[offload::kernel]
 pub fn next_direction_reset(
     rr_new: &[f64],
@@ -53,7 +68,7 @@ pub fn next_direction_reset(
     pap: &mut [f64],
     rr_next: &mut [f64],
 ) {
-    let beta = rr_new[0] / rr[0];
+    let beta = total(rr_new) / total(rr);
     for (i, p) in p.iter_mine() {
         *p = r[i] + beta * *p;
     }
@@ -65,8 +80,8 @@ pub fn next_direction_reset(
     }
 }
 
-/// `*total += Σ x[i]²`: `|b|²`, once before the iterations.
+/// `*sum += Σ x[i]²`: `|b|²` (or a slab's part of it), once before the iterations.
 #[offload::kernel]
-pub fn norm2(x: &[f64], #[reduce(sum)] total: &mut f64) {
-    for_each_mine_wide(x, |_, x| *total += x * x);
+pub fn norm2(x: &[f64], #[reduce(sum)] sum: &mut f64) {
+    for_each_mine_wide(x, |_, x| *sum += x * x);
 }

@@ -1,0 +1,3 @@
+fn main() {
+    offload_build::Kernels::new("src/kernels.rs").build();
+}
