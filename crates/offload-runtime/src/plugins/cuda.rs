@@ -5,9 +5,9 @@
 use crate::plugins::code::{Code, EntryHandle, ImageHandle};
 use crate::plugins::cuda_graph;
 use crate::plugins::cuda_staging::{Staging, STAGE_FROM};
+use crate::plugins::cuda_tensor_map;
 use crate::plugins::image::{sm_number, DeviceImage, ImageFormat};
 use crate::plugins::interface::{
-use crate::plugins::cuda_tensor_map;
     Backend, BackendKind, DevicePtr, MemoryInfo, NativeQueue, Platform, QueueEvent, RecordedWork,
 };
 use crate::plugins::limits::{EntryLimits, Limits, Shape};
