@@ -357,7 +357,6 @@ fn every_instruction_decodes_for_its_architecture() {
             ("warp_operations", "ds_bpermute"),
             ("histogram", "_atomic_"),
             ("atomic_operations", "_atomic_"),
-            ("dot", "ds_bpermute"),
         ] {
             assert!(
                 body(name).contains(needle),
