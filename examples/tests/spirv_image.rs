@@ -190,7 +190,7 @@ fn warp_kernels_require_sub_groups_of_32() {
         let name = k.name.as_str();
         let uses_warps = matches!(
             name,
-            "warp_operations" | "divergent_warp_sum" | "dot" | "sgemm_tf32x3"
+            "warp_operations" | "divergent_warp_sum" | "sgemm_tf32x3"
         ) || ["fragments_from_shared", "gemm_bf16__", "mma_tiles_"]
             .iter()
             .any(|p| name.starts_with(p));
