@@ -242,7 +242,12 @@ fn graph_reductions(device: &Device) {
         let stream = s.stream(device)?;
         let graph = stream.record_graph(|s| {
             reductions::sum_f64::enqueue(s, Launch::auto().grid(20), &xd, &mut total)?;
-            reductions::sum_u32::enqueue(s, Launch::auto().grid(7).block(96), &intsd, &mut total_int)
+            reductions::sum_u32::enqueue(
+                s,
+                Launch::auto().grid(7).block(96),
+                &intsd,
+                &mut total_int,
+            )
         })?;
         for _ in 0..replays {
             graph.launch()?;

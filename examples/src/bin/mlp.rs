@@ -14,10 +14,10 @@
 //! host backend).
 
 use offload::half::bf16;
+use offload_examples::kernel_timing::warm_up;
 use offload_examples::kernels::gemm_bf16::{gemm_bf16, ACT_GELU, ACT_NONE};
 use offload_examples::kernels::tensor::MatDims;
 use offload_examples::reference_gemm::{gelu_f64, linear_entry, uniform, uniform_bf16};
-use offload_examples::kernel_timing::warm_up;
 use offload_examples::reference_torch::{python, BEST_MS};
 use offload_examples::tensor_launch;
 use std::time::Duration;

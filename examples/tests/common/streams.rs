@@ -39,11 +39,7 @@ pub fn two_streams_give_the_cpu_result(device: &Device) {
         "pageable on {}",
         device.name()
     );
-    assert!(
-        same_bits(&pinned, &expected),
-        "pinned on {}",
-        device.name()
-    );
+    assert!(same_bits(&pinned, &expected), "pinned on {}", device.name());
 }
 
 /// The racing program of issue 12 on `streams` streams (1 or 2): a long kernel writes device data
@@ -405,11 +401,7 @@ pub fn aliased_device_slices_are_refused(device: &Device) {
             device.name()
         ),
     }
-    assert!(
-        same_bits(&back, &x),
-        "nothing written on {}",
-        device.name()
-    );
+    assert!(same_bits(&back, &x), "nothing written on {}", device.name());
 }
 
 /// Events: a stream waits for another's event, events time the work between them, and

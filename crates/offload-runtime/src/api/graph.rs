@@ -144,10 +144,16 @@ impl Recording {
         // A reduction's scratch is allocated once, for every replay: the launch's last block
         // sets its counter back to zero (`offload_kernel::reduce::combine_launch`), so each
         // replay finds it as the first did.
-        let (params, _) = pack(device, kernel.name, args, shape.grid.count(), |data| match data {
-            HostData::Scratch { bytes } => scratch(bytes),
-            _ => unreachable!("host slices with bytes were refused above"),
-        })?;
+        let (params, _) = pack(
+            device,
+            kernel.name,
+            args,
+            shape.grid.count(),
+            |data| match data {
+                HostData::Scratch { bytes } => scratch(bytes),
+                _ => unreachable!("host slices with bytes were refused above"),
+            },
+        )?;
         if self.by_plugin {
             // SAFETY: `params` were packed from this kernel's launcher's arguments, all device
             // data borrowed for the graph's lifetime or the stream's scope, which every replay

@@ -660,7 +660,9 @@ pub(crate) mod tests {
             let mut out = vec![0f64; 1 << 20];
             let args = [KernelArg::slice_mut(&mut out)];
             let grid = |kernel, launch: Launch<'_>| {
-                let (shape, _) = launch.prepare(kernel, &device, launch.items_of(&args)).unwrap();
+                let (shape, _) = launch
+                    .prepare(kernel, &device, launch.items_of(&args))
+                    .unwrap();
                 shape.grid.x
             };
             // The mock's 128 registers a thread: 2 blocks of 256 on each of its 4

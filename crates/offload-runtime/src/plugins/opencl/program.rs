@@ -1,8 +1,8 @@
 //! Which images an OpenCL device runs (SPIR-V, through `clCreateProgramWithIL`), building one
 //! (through the program cache), and which of its kernels require a sub-group size (offload's warp kernels: 32).
 
-use crate::plugins::opencl::program_cache::{self, Entry};
 use crate::plugins::image::{DeviceImage, ImageFormat};
+use crate::plugins::opencl::program_cache::{self, Entry};
 use crate::plugins::opencl::sys::{self, Api, Handle};
 use std::ffi::CString;
 use std::ptr::{null, null_mut};
@@ -32,11 +32,11 @@ pub unsafe fn build(
 ) -> Result<Handle, String> {
     // SAFETY: the contract.
     let entry = unsafe { cache_entry(api, device, spirv) };
-    if let Some(binary) = entry.as_ref().and_then(Entry::read) {
+    if let Some((entry, binary)) = entry.as_ref().and_then(|e| Some((e, e.read()?))) {
         // SAFETY: the contract.
         match unsafe { create_and_build(api, context, device, Source::Binary(&binary)) } {
             Ok(program) => {
-                tracing::debug!(entry = %entry_path(&entry), "OpenCL program from the cache");
+                tracing::debug!(entry = %entry.path().display(), "OpenCL program from the cache");
                 return Ok(program);
             }
             Err(e) => tracing::debug!(error = %e, "OpenCL refused a cached program: rebuilt"),
@@ -53,13 +53,6 @@ pub unsafe fn build(
         }
     }
     Ok(program)
-}
-
-fn entry_path(entry: &Option<Entry>) -> String {
-    entry
-        .as_ref()
-        .map(|e| e.path().display().to_string())
-        .unwrap_or_default()
 }
 
 /// The cache entry of `spirv` on `device` (named by the device, its OpenCL version and its
