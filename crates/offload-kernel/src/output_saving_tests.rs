@@ -24,9 +24,11 @@ fn range(first: u64, end: u64) -> ThreadRange {
 
 /// Runs `body` on `out` (initially all `u32::MAX`) as the ranges `cuts` of 7 threads, each
 /// saving what it names: every element must be named exactly once, while it still holds
-/// its first value, and every written element must have been named.
+/// its first value, and every written element must have been named. Under Miri, which checks
+/// the unsafe saving and not the cutting, the finest cuts alone.
 fn names_what_it_writes(len: usize, body: impl Fn(*mut u32, usize)) {
-    for cuts in [&[0, 7][..], &[0, 3, 7], &[0, 1, 2, 5, 6, 7]] {
+    let all: [&[u64]; 3] = [&[0, 7], &[0, 3, 7], &[0, 1, 2, 5, 6, 7]];
+    for cuts in &all[if cfg!(miri) { 2 } else { 0 }..] {
         let mut out = vec![u32::MAX; len];
         let base = out.as_mut_ptr();
         let named = RefCell::new(vec![0u32; len]);

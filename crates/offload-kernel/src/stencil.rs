@@ -502,7 +502,8 @@ mod tests {
                 continue;
             }
             for &skip in SKIPS {
-                for &shape in shapes(&[(1, 1), (1, 3), (2, 5), (3, 64), (7, 32)]) {
+                // (3, 64) before (2, 5): under Miri, one shape of few threads and one of many.
+                for &shape in shapes(&[(1, 1), (1, 3), (3, 64), (2, 5), (7, 32)]) {
                     five_point_tiles::<Registers>(nx, ny, skip, shape);
                     five_point_tiles::<RowStretches>(nx, ny, skip, shape);
                 }

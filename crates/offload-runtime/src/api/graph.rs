@@ -80,10 +80,17 @@ struct RecordedLaunch {
     params: PackedArgs,
 }
 
-/// What a graph needs of the stream that recorded it (its queue, implemented by the stream).
+/// What a recording and its graph need of the stream that recorded it (its queue, implemented
+/// by the stream).
 pub(crate) trait ReplayQueue: Send + Sync {
+    /// The stream's device.
+    fn device(&self) -> &Device;
     /// The stream's queue on its device.
     fn backend(&self) -> &Arc<dyn Backend>;
+    /// `bytes` of zeroed device memory for `kernel`'s reduction scratch, kept for the stream's
+    /// scope, which every replay is in. Zeroed on the device's own queue, which every replay
+    /// waits for ([`Graph::launch`]): the stream's own queue is recording.
+    fn scope_scratch(&self, kernel: &'static str, bytes: usize) -> Result<DevicePtr>;
     /// Order the work queued from now on after the work queued on the device's own queue.
     fn after_device_queue(&self) -> Result<()>;
     /// Note kernels queued on the stream, whose panic records its next synchronization reads.
@@ -110,16 +117,12 @@ impl Recording {
         })
     }
 
-    /// Record a launch of `kernel` (its `entry` on `device`) in `shape` with `args`, all of them
-    /// device-resident data or values, given to the recording handle's `enqueue` (so borrowed
-    /// for the graph's lifetime or the scope's). `scratch` gives a reduction's scratch of so
-    /// many bytes, zeroed and kept for the stream's scope, which every replay is in.
-    #[allow(clippy::too_many_arguments)]
+    /// Record a launch of `kernel` (its `entry` on the device of `stream`, the recording
+    /// stream) in `shape` with `args`, all of them device-resident data or values, given to the
+    /// recording handle's `enqueue` (so borrowed for the graph's lifetime or the scope's).
     pub(crate) fn add(
         &mut self,
-        scratch: &mut dyn FnMut(usize) -> Result<DevicePtr>,
-        queue: &dyn Backend,
-        device: &Device,
+        stream: &dyn ReplayQueue,
         kernel: &'static Kernel,
         entry: &Entry,
         shape: Shape,
@@ -145,12 +148,12 @@ impl Recording {
         // sets its counter back to zero (`offload_kernel::reduce::combine_launch`), so each
         // replay finds it as the first did.
         let (params, _) = pack(
-            device,
+            stream.device(),
             kernel.name,
             args,
             shape.grid.count(),
             |data| match data {
-                HostData::Scratch { bytes } => scratch(bytes),
+                HostData::Scratch { bytes } => stream.scope_scratch(kernel.name, bytes),
                 _ => unreachable!("host slices with bytes were refused above"),
             },
         )?;
@@ -158,7 +161,7 @@ impl Recording {
             // SAFETY: `params` were packed from this kernel's launcher's arguments, all device
             // data borrowed for the graph's lifetime or the stream's scope, which every replay
             // of the recording is in.
-            unsafe { queue.launch(entry.handle, shape, &params) }
+            unsafe { stream.backend().launch(entry.handle, shape, &params) }
                 .map_err(|e| kernel_failed(kernel.name, e))?;
         } else {
             self.launches.push(RecordedLaunch {

@@ -143,8 +143,17 @@ fn new_epoch() -> u64 {
 }
 
 impl ReplayQueue for Queue {
+    fn device(&self) -> &Device {
+        &self.device
+    }
+
     fn backend(&self) -> &Arc<dyn Backend> {
         &self.backend
+    }
+
+    fn scope_scratch(&self, kernel: &'static str, bytes: usize) -> Result<DevicePtr> {
+        self.keep(self.device.queue(), kernel, bytes, true)
+            .map(|(ptr, _)| ptr)
     }
 
     fn after_device_queue(&self) -> Result<()> {
@@ -160,6 +169,29 @@ impl ReplayQueue for Queue {
 }
 
 impl Queue {
+    /// `bytes` (more than zero) of device memory allocated on `on` (this stream's queue or its
+    /// device's own), zeroed there when `zero`, kept until the scope drops this queue; with the
+    /// uses of it, which stay at that address as long.
+    fn keep(
+        &self,
+        on: &Arc<dyn Backend>,
+        what: &'static str,
+        bytes: usize,
+        zero: bool,
+    ) -> Result<(DevicePtr, *const Uses)> {
+        let ptr = on.alloc(what, bytes)?;
+        let allocation = Box::new(ScopeAllocation::new(on.clone(), ptr));
+        if zero {
+            // SAFETY: `ptr` holds `bytes`.
+            unsafe { on.fill_zero(ptr, bytes)? };
+        }
+        let mut allocations = self.allocations.lock().unwrap_or_else(|p| p.into_inner());
+        allocations.push(allocation);
+        // Taken from the box in its place, which it keeps until the scope drops the queue.
+        let uses: *const Uses = &allocations[allocations.len() - 1].uses;
+        Ok((ptr, uses))
+    }
+
     /// Note a kernel queued, unless it is the one noted last: a loop of the same launch keeps
     /// one entry (the panic record is per image, the names are for messages). A launch passes
     /// the epoch under which it noted its kernel last (`noted`, `u64::MAX` at first; one per
@@ -431,24 +463,13 @@ impl<'scope> Stream<'scope> {
             return Ok(DeviceSlice::new(device_id, 0, len, None));
         }
         let queue = &self.queue.backend;
-        let ptr = queue.alloc(what, bytes)?;
-        let allocation = Box::new(ScopeAllocation::new(queue.clone(), ptr));
-        if zero {
-            // SAFETY: `ptr` holds `bytes`.
-            unsafe { queue.fill_zero(ptr, bytes)? };
-        }
-        // Written on this stream (zeroed, or about to be uploaded).
-        allocation.uses.claim(true).queued_on(queue);
-        let mut allocations = self
-            .queue
-            .allocations
-            .lock()
-            .unwrap_or_else(|p| p.into_inner());
-        allocations.push(allocation);
-        let uses: *const Uses = &allocations[allocations.len() - 1].uses;
-        // SAFETY: the box stays in this queue's allocations, unmoved and unchanged, until the
-        // scope drops the queue, after `'scope` (the scope holds the queue until it returns).
+        let (ptr, uses) = self.queue.keep(queue, what, bytes, zero)?;
+        // SAFETY: the allocation's box stays in this queue's allocations, unmoved and
+        // unchanged, until the scope drops the queue, after `'scope` (the scope holds the queue
+        // until it returns).
         let uses: &'scope Uses = unsafe { &*uses };
+        // Written on this stream (zeroed, or about to be uploaded).
+        uses.claim(true).queued_on(queue);
         Ok(DeviceSlice::new(device_id, ptr.0, len, Some(uses)))
     }
 
@@ -653,21 +674,7 @@ impl<'scope, M: StreamMode> Stream<'scope, M> {
                         .to_string(),
                 });
             }
-            let mut scratch = |bytes| {
-                let queue = device.queue();
-                let ptr = queue.alloc(kernel.name, bytes)?;
-                let allocation = Box::new(ScopeAllocation::new(queue.clone(), ptr));
-                // SAFETY: `ptr` holds `bytes`. Zeroed on the device's own queue, which every
-                // replay waits for (`Graph::launch`).
-                unsafe { queue.fill_zero(ptr, bytes)? };
-                self.queue
-                    .allocations
-                    .lock()
-                    .unwrap_or_else(|p| p.into_inner())
-                    .push(allocation);
-                Ok(ptr)
-            };
-            return recording.add(&mut scratch, backend, device, kernel, entry, shape, args);
+            return recording.add(&*self.queue, kernel, entry, shape, args);
         }
         drop(recording);
         let mut buffers = Vec::new();
