@@ -58,6 +58,8 @@ mod spirv;
 mod stencil;
 mod sync;
 pub mod tensor_copy;
+#[cfg(all(test, not(any(target_arch = "nvptx64", target_arch = "amdgpu"))))]
+mod test_cases;
 mod thread_slice;
 mod thread_window;
 mod tile_starts;

@@ -199,15 +199,10 @@ fn element<T>(ptr: *mut T, i: Option<usize>) -> *mut T {
 
 #[cfg(test)]
 mod tests {
+    use crate::test_cases::{lengths, THREADS};
     use std::format;
     use std::vec;
     use std::vec::Vec;
-
-    /// The view lengths the tests walk: 0 to 9, or every third under Miri (which checks the
-    /// unsafe views, not the ownership arithmetic the native run covers).
-    fn lengths() -> impl Iterator<Item = usize> {
-        (0..=9).step_by(if cfg!(miri) { 3 } else { 1 })
-    }
 
     /// Runs `body` as each thread of one block of `threads` threads on views of `a` and `b`;
     /// returns who wrote each element of `a`.
@@ -323,7 +318,7 @@ mod tests {
 
     #[test]
     fn three_outputs_cover_the_shortest_length_once_by_iter_mines_owners() {
-        for threads in [1, 3, 8] {
+        for &threads in THREADS {
             for n in lengths() {
                 for [la, lb, lc] in [
                     [n, n, n],
@@ -360,7 +355,7 @@ mod tests {
 
     #[test]
     fn four_views_keep_their_parameters_owners() {
-        for threads in [1, 3, 8] {
+        for &threads in THREADS {
             for start in [0, 1, 5] {
                 for n in lengths() {
                     let lens = [start + n, start + n + 3, start + n + 1, start + n + 7];
@@ -412,7 +407,7 @@ mod tests {
 
     #[test]
     fn eight_outputs_of_eight_types_share_one_owner_per_index() {
-        for threads in [1, 3, 8] {
+        for &threads in THREADS {
             let (mut a, mut b, mut c, mut d) =
                 (vec![0u8; 9], vec![0u16; 10], vec![0u32; 11], vec![0u64; 12]);
             let (mut e, mut f, mut g, mut h) =

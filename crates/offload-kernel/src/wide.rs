@@ -214,6 +214,7 @@ impl<T: WideElement> WideOutputs for &mut WideSlice<'_, T> {
 mod tests {
     use super::*;
     use crate::index::host_context::{with_thread, ThreadContext};
+    use crate::test_cases::{lengths, THREADS};
     use crate::Dim3;
     use std::format;
     use std::vec::Vec;
@@ -264,7 +265,7 @@ mod tests {
     #[test]
     fn updates_every_element_once_for_any_offsets_and_thread_count() {
         let x: Vec<u16> = (1..=48).collect();
-        for threads in [1, 3, 8] {
+        for &threads in THREADS {
             for out_at in 0..8 {
                 for in_at in [0, 3, out_at] {
                     let len = 37;
@@ -302,8 +303,8 @@ mod tests {
         // Lengths 0..=9 with 4 lanes: no chunk, one, two, with and without a head and a tail;
         // offsets 0..4: every phase; the second output or an input one element off the first
         // output's phase: element by element.
-        for threads in [1, 3, 8] {
-            for len in 0..=9 {
+        for &threads in THREADS {
+            for len in lengths() {
                 for e_at in 0..4 {
                     for (p_at, in_at, b_at) in [
                         (e_at, e_at, e_at),
@@ -447,8 +448,8 @@ mod tests {
         let b = Aligned(core::array::from_fn(|i| 100 + 3 * i as u32));
         let c = Aligned(core::array::from_fn(|i| 1000 + 7 * i as u32));
         let y0 = Aligned(core::array::from_fn(|i| 50_000 + 11 * i as u32));
-        for threads in [1, 3, 8] {
-            for len in 0..=9 {
+        for &threads in THREADS {
+            for len in lengths() {
                 for y_at in 0..4 {
                     // All aligned alike (inputs as long or longer), then each input off y's phase.
                     for (a_at, b_at, c_at, extra) in [
@@ -491,8 +492,8 @@ mod tests {
     fn three_outputs_get_every_element_once_for_any_lengths_offsets_and_threads() {
         let x = Aligned(core::array::from_fn(|i| 1 + i as u32));
         let z = Aligned(core::array::from_fn(|i| 100 + i as u32));
-        for threads in [1, 3, 8] {
-            for len in 0..=9 {
+        for &threads in THREADS {
+            for len in lengths() {
                 for p_at in 0..4 {
                     // Aligned alike with equal and unequal lengths, then an output or the input
                     // off the first output's phase.
@@ -569,8 +570,8 @@ mod tests {
     #[test]
     fn four_outputs_nested_or_flat_get_every_element_once() {
         let x = Aligned(core::array::from_fn(|i| 1 + i as u32));
-        for threads in [1, 3, 8] {
-            for len in 0..=9 {
+        for &threads in THREADS {
+            for len in lengths() {
                 for at in 0..4 {
                     for misaligned in [false, true] {
                         let d_at = at + misaligned as usize;
