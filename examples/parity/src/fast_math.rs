@@ -88,8 +88,9 @@ pub fn pair_energy(softening2: f32, kappa: f32, bodies: &[Body], energy: &mut [f
     }
 }
 
-/// `pair_energy` without `fast_math`: libm's sine and cosine, IEEE square root and division, no
-/// flush to zero (the benchmark reports its registers, stack and occupancy beside the fast one's).
+/// `pair_energy`'s sum without `fast_math`, over the plain slice: libm's sine and cosine, IEEE
+/// square root and division, no flush to zero (the benchmark reports its registers, stack and
+/// occupancy beside the fast one's).
 #[offload::kernel]
 pub fn pair_energy_exact(softening2: f32, kappa: f32, bodies: &[Body], energy: &mut [f32]) {
     assert_eq!(bodies.len(), energy.len());
