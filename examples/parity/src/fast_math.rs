@@ -57,24 +57,40 @@ pub fn nbody_forces(softening2: f32, bodies: &[Body], accel: &mut [Accel]) {
 
 /// An oscillating pair energy of every body:
 /// `e_i = m_i Σ_j m_j (cos κr + ½ sin κr) / r`, `r = (|p_j − p_i|² + ε²)^{1/2}`.
+///
+/// The bodies go in groups of four, each group's four loads before its arithmetic, as nvcc's
+/// unrolled loop has them: over the plain slice, LLVM unrolls by two and ptxas by four more,
+/// with the loads spread among the arithmetic (docs/PERFORMANCE.md, fast math).
 #[offload::kernel(fast_math)]
 pub fn pair_energy(softening2: f32, kappa: f32, bodies: &[Body], energy: &mut [f32]) {
     assert_eq!(bodies.len(), energy.len());
     for (i, e) in energy.iter_mine() {
         let p = bodies[i];
-        let mut sum = 0.0f32;
-        for q in bodies {
+        let term = |q: &Body| {
             let (dx, dy, dz) = (q.x - p.x, q.y - p.y, q.z - p.z);
             let r = math::sqrt(dx * dx + dy * dy + dz * dz + softening2);
             let phase = kappa * r;
-            sum += q.m * (math::cos(phase) + 0.5 * math::sin(phase)) / r;
+            q.m * (math::cos(phase) + 0.5 * math::sin(phase)) / r
+        };
+        let (groups, rest) = bodies.as_chunks::<4>();
+        let mut sum = 0.0f32;
+        for group in groups {
+            let [a, b, c, d] = *group;
+            sum += term(&a);
+            sum += term(&b);
+            sum += term(&c);
+            sum += term(&d);
+        }
+        for q in rest {
+            sum += term(q);
         }
         *e = p.m * sum;
     }
 }
 
-/// `pair_energy` without `fast_math`: libm's sine and cosine, IEEE square root and division, no
-/// flush to zero (the benchmark reports its registers, stack and occupancy beside the fast one's).
+/// `pair_energy`'s sum without `fast_math`, over the plain slice: libm's sine and cosine, IEEE
+/// square root and division, no flush to zero (the benchmark reports its registers, stack and
+/// occupancy beside the fast one's).
 #[offload::kernel]
 pub fn pair_energy_exact(softening2: f32, kappa: f32, bodies: &[Body], energy: &mut [f32]) {
     assert_eq!(bodies.len(), energy.len());
