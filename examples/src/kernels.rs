@@ -5,6 +5,7 @@ use offload::half::{bf16, f16};
 use offload::prelude::*;
 
 pub mod block;
+pub mod box_round_trip;
 pub mod dgemm;
 pub mod gemm_bf16;
 mod gemm_tiles;

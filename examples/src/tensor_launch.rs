@@ -46,15 +46,30 @@ pub fn gemm_bf16_wgmma(device: &Device, dims: MatDims, blocks: Option<u32>) -> L
         .dynamic_shared(GEMM_WGMMA_SHARED_BYTES)
 }
 
-/// The tensor maps `gemm_bf16_wgmma` reads A and W through, for `device` memory at `a` and `w`
-/// (`device_ptr()`s of `dims.m × dims.k` and `dims.n × dims.k` row-major `bf16`).
+/// The tensor maps `gemm_bf16_wgmma` reads A and W and writes out through, for `device` memory
+/// at `a`, `w` and `out` (`device_ptr()`s of `dims.m × dims.k`, `dims.n × dims.k` and
+/// `dims.m × dims.n` row-major `bf16`).
 pub fn gemm_wgmma_maps(
     device: &Device,
     dims: MatDims,
-    (a, w): (u64, u64),
-) -> offload::Result<[TensorMap; 2]> {
+    (a, w, out): (u64, u64, u64),
+) -> offload::Result<[TensorMap; 3]> {
     Ok([
         device.tensor_map_2d(a, &gemm_wgmma_layout(dims.m, dims.k, WGMMA_BM))?,
         device.tensor_map_2d(w, &gemm_wgmma_layout(dims.n, dims.k, WGMMA_BN))?,
+        device.tensor_map_2d(out, &gemm_wgmma_layout(dims.m, dims.n, WGMMA_BM))?,
     ])
+}
+
+/// Whether `device` runs the `wgmma` kernels: this crate's images include sm_90a and the device
+/// is a Hopper GPU (compute capability 9.0, the only one sm_90a code runs on, told by its name).
+pub fn runs_wgmma(device: &Device) -> bool {
+    let built = crate::__OFFLOAD_IMAGES
+        .images
+        .iter()
+        .any(|i| i.target == "sm_90a");
+    built
+        && ["H100", "H200", "H800", "H20"]
+            .iter()
+            .any(|h| device.name().contains(h))
 }

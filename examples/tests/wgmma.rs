@@ -3,7 +3,10 @@
 //! - one warpgroup's `64 × 256` product through tensor maps, with rows and a k tail outside the
 //!   matrices (zeros): the host backend bit for bit against the documented order, the GPU within
 //!   the documented bound;
-//! - on the GPU, `gemm_bf16_wgmma` on shapes with partial tiles and a k tail against `f64`.
+//! - a box loaded and stored back through the copy engine (`box_round_trip`), partly outside
+//!   both matrices, swizzled and not: the host backend and the GPU against the expected copy;
+//! - on the GPU, `gemm_bf16_wgmma` on shapes with partial tiles and a k tail against `f64`,
+//!   with and without bias and GELU.
 //!
 //! Where there is no sm_90a image for the GPU (built for sm_90 only, or not a Hopper GPU) the GPU
 //! tests check that the launches fail as documented instead. The GPU tests print `SKIPPED` and pass without
@@ -15,13 +18,17 @@ use common::gpu::gpu;
 use offload::half::bf16;
 use offload::tensor_copy::TiledLayout;
 use offload::{Device, Error, Launch};
+use offload_examples::kernels::box_round_trip::{box_round_trip, ROUND_TRIP_SHARED_BYTES};
+use offload_examples::kernels::gemm_bf16::{ACT_GELU, ACT_NONE};
 use offload_examples::kernels::gemm_wgmma::{gemm_bf16_wgmma, gemm_wgmma_layout};
 use offload_examples::kernels::tensor::MatDims;
 use offload_examples::kernels::wgmma_tile::{
     wgmma_tile_product, TILE_A_ROWS, TILE_W_ROWS, WGMMA_TILE_SHARED_BYTES,
 };
-use offload_examples::reference_gemm::{linear_entry, mma_chain_f32, uniform_bf16};
-use offload_examples::tensor_launch;
+use offload_examples::reference_gemm::{
+    gelu_f64, linear_entry, mma_chain_f32, uniform, uniform_bf16,
+};
+use offload_examples::tensor_launch::{self, runs_wgmma};
 
 /// The map of a `rows × k` row-major `bf16` matrix in boxes of 64 columns by `box_rows`.
 fn layout(rows: usize, k: usize, box_rows: usize) -> TiledLayout {
@@ -103,19 +110,6 @@ fn tensor_maps_a_gpu_would_refuse_are_refused_on_the_host() {
     assert!(err.to_string().contains("multiple of 16"), "{err}");
 }
 
-/// Whether `device` should run the `wgmma` kernels: an sm_90a image was built and the GPU is a
-/// Hopper (compute capability 9.0, the only one sm_90a code runs on).
-fn runs_wgmma(device: &Device) -> bool {
-    let built = offload_examples::__OFFLOAD_IMAGES
-        .images
-        .iter()
-        .any(|i| i.target == "sm_90a");
-    built
-        && ["H100", "H200", "H800", "H20"]
-            .iter()
-            .any(|h| device.name().contains(h))
-}
-
 /// Checks that `run` failed as documented where there is no `wgmma`: a panic in the fallback of
 /// `mma::wgmma` or `tensor_copy` (a GPU reports where a thread panicked; that line says what to
 /// build for).
@@ -130,6 +124,101 @@ fn failed_as_documented(kernel: &str, run: offload::Result<()>) {
         "{kernel}: not the documented failure: {text}"
     );
     eprintln!("{kernel}: no sm_90a code for this GPU; the launch failed as documented: {text}");
+}
+
+/// Source and destination of the round trip: `rows × cols` `u16` matrices (rows of 104 and 72
+/// elements: multiples of 16 bytes).
+const SRC: (usize, usize) = (40, 104);
+const DST: (usize, usize) = (30, 72);
+/// The box (columns, rows), where it is loaded from (column, row) and stored to: past the
+/// source's last row and column, and past the destination's.
+const BOX: (usize, usize) = (64, 16);
+const FROM: (i32, i32) = (50, 30);
+const TO: (i32, i32) = (20, 20);
+/// What the destination starts as.
+const UNTOUCHED: u16 = 0xdead;
+
+/// `box_round_trip` on `device` (`swizzle`: both maps 128-byte swizzled): the destination.
+fn round_trip(device: &Device, swizzle: bool) -> offload::Result<Vec<u16>> {
+    let src: Vec<u16> = (0..SRC.0 * SRC.1).map(|i| i as u16 + 1).collect();
+    let mut dst = vec![UNTOUCHED; DST.0 * DST.1];
+    let layout = |(rows, cols): (usize, usize)| TiledLayout {
+        element_bytes: 2,
+        cols: cols as u64,
+        rows: rows as u64,
+        row_stride_bytes: 2 * cols as u64,
+        box_cols: BOX.0 as u32,
+        box_rows: BOX.1 as u32,
+        swizzle_128: swizzle,
+    };
+    let launch = Launch::on(device)
+        .block(32)
+        .dynamic_shared(ROUND_TRIP_SHARED_BYTES);
+    offload::region_on(device, |r| {
+        let s = r.to(&src)?;
+        let mut d = r.tofrom(&mut dst)?;
+        let maps = [
+            device.tensor_map_2d(s.device_ptr(), &layout(SRC))?,
+            device.tensor_map_2d(d.device_ptr(), &layout(DST))?,
+        ];
+        let bytes = layout(SRC).box_bytes();
+        // SAFETY: the maps (copied to the device by the launch) describe `s` and `d` on `device`,
+        // mapped for the whole region.
+        unsafe { box_round_trip::launch(launch, &maps, bytes, FROM.0, FROM.1, TO.0, TO.1, &mut d) }
+    })?;
+    Ok(dst)
+}
+
+/// The destination after the round trip: inside the stored box, the source's element (zero
+/// outside the source); elsewhere untouched.
+fn round_trip_expected() -> Vec<u16> {
+    let mut want = vec![UNTOUCHED; DST.0 * DST.1];
+    for r in 0..BOX.1 as i32 {
+        for c in 0..BOX.0 as i32 {
+            let (dr, dc) = (TO.1 + r, TO.0 + c);
+            if dr as usize >= DST.0 || dc as usize >= DST.1 {
+                continue;
+            }
+            let (sr, sc) = ((FROM.1 + r) as usize, (FROM.0 + c) as usize);
+            let v = if sr < SRC.0 && sc < SRC.1 {
+                (sr * SRC.1 + sc) as u16 + 1
+            } else {
+                0
+            };
+            want[dr as usize * DST.1 + dc as usize] = v;
+        }
+    }
+    want
+}
+
+#[test]
+fn host_box_round_trip_stores_the_box_inside_the_matrix() {
+    for swizzle in [false, true] {
+        let got = round_trip(&Device::host(), swizzle).unwrap();
+        assert!(got == round_trip_expected(), "swizzle {swizzle}");
+    }
+}
+
+#[test]
+fn gpu_box_round_trip_stores_the_box_inside_the_matrix() {
+    let Some(device) = gpu("gpu_box_round_trip_stores_the_box_inside_the_matrix") else {
+        return;
+    };
+    for swizzle in [true, false] {
+        let run = round_trip(&device, swizzle);
+        if !runs_wgmma(&device) {
+            return failed_as_documented("box_round_trip", run.map(drop));
+        }
+        let got = run.unwrap_or_else(|e| panic!("swizzle {swizzle}: {e}"));
+        let want = round_trip_expected();
+        let wrong = (0..got.len()).find(|&i| got[i] != want[i]);
+        assert!(
+            wrong.is_none(),
+            "swizzle {swizzle}: element {wrong:?}: {:#x?} vs {:#x?}",
+            wrong.map(|i| got[i]),
+            wrong.map(|i| want[i])
+        );
+    }
 }
 
 #[test]
@@ -165,39 +254,50 @@ fn gpu_gemm_wgmma_matches_f64() {
     let Some(device) = gpu("gpu_gemm_wgmma_matches_f64") else {
         return;
     };
-    // Partial tiles in both directions, a k tail, several tiles per block (grid of 3).
+    // Partial tiles in both directions, a k tail, several tiles per block (grid of 3); plain,
+    // with bias, with bias and GELU.
     for (m, n, k, grid) in [
         (300, 520, 200, None),
         (256, 512, 1024, Some(3)),
-        (129, 257, 8, None),
+        (129, 264, 8, None),
     ] {
         let dims = MatDims { m, n, k };
         let (mu, nu, ku) = (m as usize, n as usize, k as usize);
         let (a, w) = (uniform_bf16(mu * ku, 3, 1.0), uniform_bf16(nu * ku, 4, 1.0));
-        let mut out = vec![bf16::NAN; mu * nu];
-        let launch = tensor_launch::gemm_bf16_wgmma(&device, dims, grid);
-        let run = offload::region_on(&device, |r| {
-            let (am, wm) = (r.to(&a)?, r.to(&w)?);
-            let mut o = r.from(&mut out)?;
-            let maps =
-                tensor_launch::gemm_wgmma_maps(&device, dims, (am.device_ptr(), wm.device_ptr()))?;
-            // SAFETY: the maps (copied to the device by the launch) describe `am` and `wm` on
-            // `device`, mapped for the whole region.
-            unsafe { gemm_bf16_wgmma::launch(launch, dims, &maps, &mut o) }
-        });
-        if !runs_wgmma(&device) {
-            return failed_as_documented("gemm_bf16_wgmma", run);
-        }
-        run.unwrap_or_else(|e| panic!("{m}x{n}x{k}: {e}"));
-        for i in 0..mu {
-            for j in 0..nu {
-                let (want, scale) = linear_entry(&a, &w, &[], ku, i, j);
-                let got = out[i * nu + j].to_f64();
-                // f32 sums (2k·2^-24 of the scale at most) and the rounding to bf16 (2^-9).
-                assert!(
-                    (got - want).abs() <= 2f64.powi(-8) * scale.max(want.abs()) + 1e-30,
-                    "{m}x{n}x{k} ({i}, {j}): {got} vs {want}"
-                );
+        let bias = uniform(nu, 5);
+        for (act, with_bias) in [(ACT_NONE, false), (ACT_NONE, true), (ACT_GELU, true)] {
+            let b: &[f32] = if with_bias { &bias } else { &[] };
+            let mut out = vec![bf16::NAN; mu * nu];
+            let launch = tensor_launch::gemm_bf16_wgmma(&device, dims, grid);
+            let run = offload::region_on(&device, |r| {
+                let (am, wm) = (r.to(&a)?, r.to(&w)?);
+                let mut o = r.from(&mut out)?;
+                let at = (am.device_ptr(), wm.device_ptr(), o.device_ptr());
+                let maps = tensor_launch::gemm_wgmma_maps(&device, dims, at)?;
+                // SAFETY: the maps (copied to the device by the launch) describe `am`, `wm` and
+                // `o` on `device`, mapped for the whole region.
+                unsafe { gemm_bf16_wgmma::launch(launch, dims, act, &maps, b, &mut o) }
+            });
+            if !runs_wgmma(&device) {
+                return failed_as_documented("gemm_bf16_wgmma", run);
+            }
+            let case = format!("{m}x{n}x{k} act {act} bias {with_bias}");
+            run.unwrap_or_else(|e| panic!("{case}: {e}"));
+            for i in 0..mu {
+                for j in 0..nu {
+                    let (x, scale) = linear_entry(&a, &w, b, ku, i, j);
+                    let want = if act == ACT_GELU { gelu_f64(x) } else { x };
+                    let got = out[i * nu + j].to_f64();
+                    // f32 sums (2k·2^-24 of the scale at most, through GELU's slope, below 1.2),
+                    // the activation in f32, the rounding to bf16 (2^-9 relative).
+                    let tol = 1.2 * 2.0 * ku as f64 * 2f64.powi(-24) * scale
+                        + want.abs() * (2f64.powi(-8) + 2f64.powi(-21))
+                        + 1e-30;
+                    assert!(
+                        (got - want).abs() <= tol,
+                        "{case} ({i}, {j}): {got} vs {want}"
+                    );
+                }
             }
         }
     }

@@ -20,7 +20,7 @@ pub mod fast;
 #[cfg_attr(offload_fast_math, allow(unused_imports))]
 use exact::{for_f32, for_f64};
 
-pub use crate::arith::{add, mul, Arith};
+pub use crate::arith::{add, mul, to_bf16, Arith};
 
 /// A float type kernels compute with: `f32` or `f64`. Call these as `math::exp(x)` (below), not
 /// as methods: on the host a method call `x.exp()` would pick `std`'s own, whose bits can differ.

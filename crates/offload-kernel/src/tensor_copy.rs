@@ -16,8 +16,16 @@
 //! have arrived ([`TransferBarrier::arrive_expect_bytes`]) and the bytes they announced have
 //! landed.
 //!
+//! The other way, one thread asks the engine to write a box of shared memory into a matrix
+//! ([`store_box_2d`]; what lies outside the matrix is not written). The threads that wrote the
+//! box make their writes visible to the engine first ([`fence_shared_for_copies`], then a block
+//! barrier); the issuing thread closes its stores into groups ([`commit_stores`]) and waits until
+//! the engine has read them ([`wait_stores_read`]) before anyone writes the box again, and before
+//! the block exits.
+//!
 //! # Host backend
-//! A copy happens at once and counts its bytes at once. The block's threads run one at a time,
+//! A copy happens at once and counts its bytes at once; so does a store (waits and fences have
+//! nothing to do). The block's threads run one at a time,
 //! so a wait cannot block: waiting for a phase that has not completed fails the launch with a
 //! message (on the GPU that wait would have to be ended by a thread that runs later; arrange
 //! arrivals and copies before a `sync_threads` that precedes the waits).
@@ -214,6 +222,61 @@ pub unsafe fn copy_box_2d<T: Copy>(
     }
 }
 
+/// Makes the calling thread's earlier writes to shared memory visible to the copy engine (PTX
+/// `fence.proxy.async.shared::cta`): each thread that wrote a box calls it before the block
+/// barrier after which [`store_box_2d`] reads the box.
+#[inline(always)]
+pub fn fence_shared_for_copies() {
+    arch::fence_async();
+}
+
+/// Starts the copy engine on writing the box at element `src_offset` of `src` into `map`'s
+/// matrix, at the box whose first column is `col` and first row `row` (elements of the box
+/// outside the matrix are not written). The store joins the calling thread's open group of
+/// stores ([`commit_stores`] closes it).
+///
+/// # Safety
+/// `map` was made for this device, describes memory that this launch may write and that nobody
+/// else reads or writes during the launch, and has elements of `T`'s size; the box,
+/// `box_bytes` from `src_offset`, lies inside `src` at a 128-byte boundary (1024 with the
+/// swizzle), laid out as [`copy_box_2d`] would write it; every thread that wrote it called
+/// [`fence_shared_for_copies`] and then met this one at a block barrier; nobody writes it until
+/// this thread has returned from a [`wait_stores_read`] that covers the store, and the block does
+/// not exit before this thread has returned from `wait_stores_read::<0>()`. Stores whose boxes
+/// overlap in the matrix land in no defined order.
+#[inline(always)]
+pub unsafe fn store_box_2d<T: Copy>(
+    src: SharedSlice<T>,
+    src_offset: usize,
+    map: &TensorMap,
+    (col, row): (i32, i32),
+) {
+    // SAFETY: the caller's contract.
+    unsafe {
+        arch::store_2d(
+            src.as_ptr().wrapping_add(src_offset) as *const u8,
+            map,
+            (col, row),
+            core::mem::size_of::<T>(),
+        )
+    }
+}
+
+/// Closes the calling thread's open group of [`store_box_2d`] stores (PTX
+/// `cp.async.bulk.commit_group`).
+#[inline(always)]
+pub fn commit_stores() {
+    arch::commit();
+}
+
+/// Waits until at most `PENDING` of the calling thread's committed groups of stores still read
+/// shared memory (PTX `cp.async.bulk.wait_group.read`): the boxes of the others may be written
+/// again.
+#[inline(always)]
+pub fn wait_stores_read<const PENDING: u32>() {
+    arch::wait_read::<PENDING>();
+}
+
 #[cfg(all(
     target_arch = "nvptx64",
     target_feature = "sm_90",
@@ -295,6 +358,47 @@ mod arch {
             )
         };
     }
+
+    #[inline(always)]
+    pub(super) fn fence_async() {
+        // SAFETY: a fence; not `nomem`, so the shared writes before it stay before it.
+        unsafe { core::arch::asm!("fence.proxy.async.shared::cta;", options(nostack)) };
+    }
+
+    #[inline(always)]
+    pub(super) unsafe fn store_2d(
+        from: *const u8,
+        map: &TensorMap,
+        (col, row): (i32, i32),
+        _element_bytes: usize,
+    ) {
+        // SAFETY: the caller's contract.
+        unsafe {
+            core::arch::asm!(
+                "cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [{m}, {{{c}, {r}}}], [{s}];",
+                m = in(reg64) map as *const TensorMap,
+                c = in(reg32) col,
+                r = in(reg32) row,
+                s = in(reg32) shared_address(from),
+                options(nostack),
+            )
+        };
+    }
+
+    #[inline(always)]
+    pub(super) fn commit() {
+        // SAFETY: closes this thread's bulk group; touches no memory itself.
+        unsafe { core::arch::asm!("cp.async.bulk.commit_group;", options(nostack)) };
+    }
+
+    #[inline(always)]
+    pub(super) fn wait_read<const PENDING: u32>() {
+        // SAFETY: waits for the copy engine; not `nomem`, so later writes of the boxes stay
+        // after it.
+        unsafe {
+            core::arch::asm!("cp.async.bulk.wait_group.read {n};", n = const PENDING, options(nostack))
+        };
+    }
 }
 
 #[cfg(any(
@@ -326,6 +430,18 @@ mod arch {
         panic!("{}", MISSING)
     }
     pub(super) unsafe fn copy_2d(_: *mut u8, _: &TensorMap, _: (i32, i32), _: *mut u64, _: usize) {
+        panic!("{}", MISSING)
+    }
+    pub(super) fn fence_async() {
+        panic!("{}", MISSING)
+    }
+    pub(super) unsafe fn store_2d(_: *const u8, _: &TensorMap, _: (i32, i32), _: usize) {
+        panic!("{}", MISSING)
+    }
+    pub(super) fn commit() {
+        panic!("{}", MISSING)
+    }
+    pub(super) fn wait_read<const PENDING: u32>() {
         panic!("{}", MISSING)
     }
 }
@@ -382,23 +498,26 @@ mod arch {
         );
     }
 
-    pub(super) unsafe fn copy_2d(
-        to: *mut u8,
+    /// Calls `each(box_byte, element)` for every element of `map`'s box at `(col, row)`: its
+    /// byte offset in the box as shared memory holds it (swizzled if the map says so), and its
+    /// address in the matrix, `None` outside it. Returns the box's bytes.
+    fn for_box(
         map: &TensorMap,
         (col, row): (i32, i32),
-        barrier: *mut u64,
         element_bytes: usize,
-    ) {
+        what: &str,
+        mut each: impl FnMut(usize, Option<usize>),
+    ) -> usize {
         let w = &map.words;
         assert!(
             w[15] == HOST_MAP,
-            "copy_box_2d: this tensor map was not made for the host device"
+            "{what}: this tensor map was not made for the host device"
         );
         let [address, cols, rows, stride, box_cols, box_rows, bytes, swizzle] =
             [w[0], w[1], w[2], w[3], w[4], w[5], w[6], w[7]];
         assert_eq!(
             bytes as usize, element_bytes,
-            "copy_box_2d: the map's elements are {bytes} bytes, the destination's {element_bytes}"
+            "{what}: the map's elements are {bytes} bytes, shared memory's {element_bytes}"
         );
         let row_bytes = (box_cols * bytes) as usize;
         for r in 0..box_rows as i64 {
@@ -411,27 +530,60 @@ mod arch {
                 } else {
                     byte / 16
                 };
-                let dst = r as usize * row_bytes + chunk * 16 + byte % 16;
-                // SAFETY: the caller's contract: the matrix at `address` is readable where
-                // inside, the destination box writable.
-                unsafe {
-                    let out = to.add(dst);
-                    if inside {
-                        let src = (address as usize + gr as usize * stride as usize) as *const u8;
-                        core::ptr::copy_nonoverlapping(
-                            src.add(gc as usize * bytes as usize),
-                            out,
-                            bytes as usize,
-                        );
-                    } else {
-                        core::ptr::write_bytes(out, 0, bytes as usize);
-                    }
-                }
+                let global = inside.then(|| {
+                    address as usize + gr as usize * stride as usize + gc as usize * bytes as usize
+                });
+                each(r as usize * row_bytes + chunk * 16 + byte % 16, global);
             }
         }
-        // SAFETY: as in `arrive_expect`.
-        unsafe { *barrier = step(*barrier, false, -((row_bytes as u64 * box_rows) as i64)) };
+        row_bytes * box_rows as usize
     }
+
+    pub(super) unsafe fn copy_2d(
+        to: *mut u8,
+        map: &TensorMap,
+        at: (i32, i32),
+        barrier: *mut u64,
+        element_bytes: usize,
+    ) {
+        let moved = for_box(map, at, element_bytes, "copy_box_2d", |dst, src| {
+            // SAFETY: the caller's contract: the matrix is readable where inside, the
+            // destination box writable.
+            unsafe {
+                match src {
+                    Some(src) => {
+                        core::ptr::copy_nonoverlapping(src as *const u8, to.add(dst), element_bytes)
+                    }
+                    None => core::ptr::write_bytes(to.add(dst), 0, element_bytes),
+                }
+            }
+        });
+        // SAFETY: as in `arrive_expect`.
+        unsafe { *barrier = step(*barrier, false, -(moved as i64)) };
+    }
+
+    pub(super) fn fence_async() {}
+
+    pub(super) unsafe fn store_2d(
+        from: *const u8,
+        map: &TensorMap,
+        at: (i32, i32),
+        element_bytes: usize,
+    ) {
+        for_box(map, at, element_bytes, "store_box_2d", |src, dst| {
+            if let Some(dst) = dst {
+                // SAFETY: the caller's contract: the source box is readable, the matrix
+                // writable where inside.
+                unsafe {
+                    core::ptr::copy_nonoverlapping(from.add(src), dst as *mut u8, element_bytes)
+                };
+            }
+        });
+    }
+
+    pub(super) fn commit() {}
+
+    pub(super) fn wait_read<const PENDING: u32>() {}
 }
 
 #[cfg(test)]

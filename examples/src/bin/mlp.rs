@@ -4,7 +4,9 @@
 //!
 //! `x` holds `tokens` rows of `d_model` values; `W1` (`hidden × d_model`) and `W2`
 //! (`d_model × hidden`) are weight matrices as `torch.nn.Linear` holds them. Weights and
-//! activations are `bf16`, sums `f32` (the `gemm_bf16` kernel: bias and GELU in its epilogue).
+//! activations are `bf16`, sums `f32`, bias and GELU in the GEMM's epilogue: `gemm_bf16_wgmma`
+//! (warpgroup tensor cores, copy engine) where it runs (an sm_90a image on a Hopper GPU), else
+//! `gemm_bf16` (`mma.sync`; the host backend too).
 //! The region copies `x` and the weights to the GPU once, keeps the hidden layer there (`alloc`)
 //! and copies `y` back once; the forward pass itself is two launches.
 //!
@@ -16,6 +18,7 @@
 use offload::half::bf16;
 use offload_examples::kernel_timing::warm_up;
 use offload_examples::kernels::gemm_bf16::{gemm_bf16, ACT_GELU, ACT_NONE};
+use offload_examples::kernels::gemm_wgmma::{gemm_bf16_wgmma, gemm_wgmma_blocks};
 use offload_examples::kernels::tensor::MatDims;
 use offload_examples::reference_gemm::{gelu_f64, linear_entry, uniform, uniform_bf16};
 use offload_examples::reference_torch::{python, BEST_MS};
@@ -56,11 +59,14 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         k: hidden as u32,
     };
     let weights = (&x[..], &w1[..], &b1[..], &w2[..], &b2[..]);
-    let [best, up_time, down_time] = forward_passes(&device, (up, down), weights, &mut h, &mut y)?;
+    let wgmma = tensor_launch::runs_wgmma(&device);
+    let [best, up_time, down_time] =
+        forward_passes(&device, wgmma, (up, down), weights, &mut h, &mut y)?;
     let flop = 2.0 * tokens as f64 * d_model as f64 * hidden as f64 * 2.0;
     println!(
-        "forward pass (two launches of gemm_bf16, kernel time, best of 5): {:.3} ms, {:.1} TFLOP/s \
+        "forward pass (two launches of {}, kernel time, best of 5): {:.3} ms, {:.1} TFLOP/s \
          (best pass: up projection with GELU {:.3} ms, down projection {:.3} ms)",
+        if wgmma { "gemm_bf16_wgmma" } else { "gemm_bf16" },
         best.as_secs_f64() * 1e3,
         flop / best.as_secs_f64() / 1e12,
         up_time.as_secs_f64() * 1e3,
@@ -90,31 +96,67 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
 }
 
 /// Five forward passes in one data region (`x` and the weights copied in once, the hidden layer
-/// `h` only on the device, `y` copied back once): the best kernel time of the two launches, and
-/// the times of each launch in that pass.
+/// `h` only on the device, `y` copied back once), on `gemm_bf16_wgmma` if `wgmma` (one block per
+/// multiprocessor, each taking its tiles in turn), else on `gemm_bf16`: the best kernel time of
+/// the two launches, and the times of each launch in that pass.
 #[allow(clippy::type_complexity)]
 fn forward_passes(
     device: &offload::Device,
+    wgmma: bool,
     (up, down): (MatDims, MatDims),
     (x, w1, b1, w2, b2): (&[bf16], &[bf16], &[f32], &[bf16], &[f32]),
     h: &mut [bf16],
     y: &mut [bf16],
 ) -> offload::Result<[Duration; 3]> {
-    let (up_launch, down_launch) = (
-        tensor_launch::gemm_bf16(device, up, None),
-        tensor_launch::gemm_bf16(device, down, None),
-    );
+    let sms = device.limits().multiprocessors;
+    let launch = |dims: MatDims| {
+        if wgmma {
+            let grid = gemm_wgmma_blocks(dims).min(sms);
+            tensor_launch::gemm_bf16_wgmma(device, dims, Some(grid))
+        } else {
+            tensor_launch::gemm_bf16(device, dims, None)
+        }
+    };
+    let (up_launch, down_launch) = (launch(up), launch(down));
     offload::region_on(device, |r| {
         let (x, w1, b1, w2, b2) = (r.to(x)?, r.to(w1)?, r.to(b1)?, r.to(w2)?, r.to(b2)?);
         let mut h = r.alloc(h)?;
         let mut y = r.from(y)?;
+        let maps = if wgmma {
+            let (xp, w1p, w2p) = (x.device_ptr(), w1.device_ptr(), w2.device_ptr());
+            let (hp, yp) = (h.device_ptr(), y.device_ptr());
+            Some((
+                tensor_launch::gemm_wgmma_maps(device, up, (xp, w1p, hp))?,
+                tensor_launch::gemm_wgmma_maps(device, down, (hp, w2p, yp))?,
+            ))
+        } else {
+            None
+        };
+        // The two layers, each timed on the device.
+        let mut pass = || -> offload::Result<[Duration; 2]> {
+            let time = || offload::last_launch().expect("a launch").kernel_time;
+            if let Some((up_maps, down_maps)) = &maps {
+                // SAFETY: the maps (copied to the device by the launch) describe `x`, `w1`, `w2`,
+                // `h` and `y` on this device, mapped for the whole region; each launch writes
+                // only its out (`h`, then `y`), which the other map of that launch does not
+                // describe.
+                unsafe {
+                    gemm_bf16_wgmma::launch(up_launch, up, ACT_GELU, up_maps, &b1, &mut h)?;
+                    let first = time();
+                    gemm_bf16_wgmma::launch(down_launch, down, ACT_NONE, down_maps, &b2, &mut y)?;
+                    Ok([first, time()])
+                }
+            } else {
+                gemm_bf16::launch::<bf16>(up_launch, up, ACT_GELU, &x, &w1, &b1, &mut h)?;
+                let first = time();
+                gemm_bf16::launch::<bf16>(down_launch, down, ACT_NONE, &h, &w2, &b2, &mut y)?;
+                Ok([first, time()])
+            }
+        };
+        warm_up(|| pass().map(drop))?;
         let mut best = [Duration::MAX; 3];
-        warm_up(|| gemm_bf16::launch::<bf16>(up_launch, up, ACT_GELU, &x, &w1, &b1, &mut h))?;
         for _ in 0..5 {
-            gemm_bf16::launch::<bf16>(up_launch, up, ACT_GELU, &x, &w1, &b1, &mut h)?;
-            let first = offload::last_launch().expect("a launch").kernel_time;
-            gemm_bf16::launch::<bf16>(down_launch, down, ACT_NONE, &h, &w2, &b2, &mut y)?;
-            let second = offload::last_launch().expect("a launch").kernel_time;
+            let [first, second] = pass()?;
             if first + second < best[0] {
                 best = [first + second, first, second];
             }

@@ -6,11 +6,13 @@
 //! - `dgemm` (both depths, `m16n8k8` and `m16n8k16`) at 4096³ and 4096 × 4096 × 1000 against
 //!   cuBLAS DGEMM (`torch.mm` on `float64`); its error against a CPU `f64` product over
 //!   sampled elements, and torch measures its normwise difference from cuBLAS's product.
-//! - on a GPU, `gemm_bf16_wgmma` (sm_90a) the same way at 8192³, 4096³ and 4096 × 4096 × 1000.
+//! - on a GPU, `gemm_bf16_wgmma` (sm_90a, no bias or activation) the same way at 8192³, 4096³
+//!   and 4096 × 4096 × 1000.
 //!
 //! Times are the kernels' own (`LaunchReport::kernel_time`), the best of 5 launches in a data
 //! region; torch's the best of 20 CUDA-event timings. On the host backend the sizes shrink.
-//! Arguments: `tensor_bench [SGEMM_SIZE [BF16_SIZE [DGEMM_SIZE]]]`.
+//! Arguments: `tensor_bench [SGEMM_SIZE [BF16_SIZE [DGEMM_SIZE]]]`, or `tensor_bench wgmma` for
+//! the `gemm_bf16_wgmma` part alone.
 
 use offload::half::bf16;
 use offload::{Device, Launch};
@@ -42,11 +44,14 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             .and_then(|a| a.parse().ok())
             .unwrap_or(if device.is_gpu() { gpu } else { host })
     };
-    sgemm(&device, arg(1, 4096, 256))?;
-    gemm_bf16(&device, arg(2, 8192, 256))?;
-    let size = arg(3, 4096, 256);
-    dgemm_bench(&device, size, size)?;
-    dgemm_bench(&device, size, (size as u64 * 1000 / 4096) as u32)?;
+    let wgmma_only = std::env::args().nth(1).as_deref() == Some("wgmma");
+    if !wgmma_only {
+        sgemm(&device, arg(1, 4096, 256))?;
+        gemm_bf16(&device, arg(2, 8192, 256))?;
+        let size = arg(3, 4096, 256);
+        dgemm_bench(&device, size, size)?;
+        dgemm_bench(&device, size, (size as u64 * 1000 / 4096) as u32)?;
+    }
     // Its tiles need more shared memory than the host backend gives a block.
     if device.is_gpu() {
         for shape in [(8192, 8192, 8192), (4096, 4096, 4096), (4096, 4096, 1000)] {
@@ -427,11 +432,14 @@ fn gemm_wgmma_on(
     let time = offload::region_on(device, |r| {
         let (a, w) = (r.to(&a)?, r.to(&w)?);
         let mut out = r.from(&mut out)?;
-        let maps = tensor_launch::gemm_wgmma_maps(device, dims, (a.device_ptr(), w.device_ptr()))?;
+        let at = (a.device_ptr(), w.device_ptr(), out.device_ptr());
+        let maps = tensor_launch::gemm_wgmma_maps(device, dims, at)?;
         best_kernel_time(REPEATS, || {
-            // SAFETY: the maps (copied to the device by the launch) describe `a` and `w` on
-            // this device, mapped for the whole region.
-            unsafe { gemm_bf16_wgmma::launch(launch, dims, &maps, &mut out) }
+            // SAFETY: the maps (copied to the device by the launch) describe `a`, `w` and `out`
+            // on this device, mapped for the whole region.
+            unsafe {
+                gemm_bf16_wgmma::launch(launch, dims, ACT_NONE, &maps, &[], &mut out)
+            }
         })
     })?;
     let worst = (0..512)
