@@ -131,15 +131,19 @@ fn failed_as_documented(kernel: &str, run: offload::Result<()>) {
 const SRC: (usize, usize) = (40, 104);
 const DST: (usize, usize) = (30, 72);
 /// The box (columns, rows), where it is loaded from (column, row) and stored to: past the
-/// source's last row and column, and past the destination's.
+/// source's last row and column, and past the destination's; at columns off the 16-byte chunks
+/// (`UNALIGNED`) and on them (`ALIGNED`).
 const BOX: (usize, usize) = (64, 16);
-const FROM: (i32, i32) = (50, 30);
-const TO: (i32, i32) = (20, 20);
+type Corners = ((i32, i32), (i32, i32));
+const UNALIGNED: Corners = ((50, 30), (20, 20));
+const ALIGNED: Corners = ((48, 30), (16, 20));
 /// What the destination starts as.
 const UNTOUCHED: u16 = 0xdead;
 
-/// `box_round_trip` on `device` (`swizzle`: both maps 128-byte swizzled): the destination.
-fn round_trip(device: &Device, swizzle: bool) -> offload::Result<Vec<u16>> {
+/// `box_round_trip` on `device` from and to `corners` (`swizzle`: both maps 128-byte
+/// swizzled): the destination.
+fn round_trip(device: &Device, swizzle: bool, corners: Corners) -> offload::Result<Vec<u16>> {
+    let ((from_col, from_row), (to_col, to_row)) = corners;
     let src: Vec<u16> = (0..SRC.0 * SRC.1).map(|i| i as u16 + 1).collect();
     let mut dst = vec![UNTOUCHED; DST.0 * DST.1];
     let layout = |(rows, cols): (usize, usize)| TiledLayout {
@@ -164,22 +168,26 @@ fn round_trip(device: &Device, swizzle: bool) -> offload::Result<Vec<u16>> {
         let bytes = layout(SRC).box_bytes();
         // SAFETY: the maps (copied to the device by the launch) describe `s` and `d` on `device`,
         // mapped for the whole region.
-        unsafe { box_round_trip::launch(launch, &maps, bytes, FROM.0, FROM.1, TO.0, TO.1, &mut d) }
+        unsafe {
+            box_round_trip::launch(
+                launch, &maps, bytes, from_col, from_row, to_col, to_row, &mut d,
+            )
+        }
     })?;
     Ok(dst)
 }
 
 /// The destination after the round trip: inside the stored box, the source's element (zero
 /// outside the source); elsewhere untouched.
-fn round_trip_expected() -> Vec<u16> {
+fn round_trip_expected(((from_col, from_row), (to_col, to_row)): Corners) -> Vec<u16> {
     let mut want = vec![UNTOUCHED; DST.0 * DST.1];
     for r in 0..BOX.1 as i32 {
         for c in 0..BOX.0 as i32 {
-            let (dr, dc) = (TO.1 + r, TO.0 + c);
+            let (dr, dc) = (to_row + r, to_col + c);
             if dr as usize >= DST.0 || dc as usize >= DST.1 {
                 continue;
             }
-            let (sr, sc) = ((FROM.1 + r) as usize, (FROM.0 + c) as usize);
+            let (sr, sc) = ((from_row + r) as usize, (from_col + c) as usize);
             let v = if sr < SRC.0 && sc < SRC.1 {
                 (sr * SRC.1 + sc) as u16 + 1
             } else {
@@ -193,24 +201,29 @@ fn round_trip_expected() -> Vec<u16> {
 
 #[test]
 fn host_box_round_trip_stores_the_box_inside_the_matrix() {
-    for swizzle in [false, true] {
-        let got = round_trip(&Device::host(), swizzle).unwrap();
-        assert!(got == round_trip_expected(), "swizzle {swizzle}");
+    for corners in [UNALIGNED, ALIGNED] {
+        for swizzle in [false, true] {
+            let got = round_trip(&Device::host(), swizzle, corners).unwrap();
+            assert!(
+                got == round_trip_expected(corners),
+                "swizzle {swizzle}, {corners:?}"
+            );
+        }
     }
 }
 
-#[test]
-fn gpu_box_round_trip_stores_the_box_inside_the_matrix() {
-    let Some(device) = gpu("gpu_box_round_trip_stores_the_box_inside_the_matrix") else {
+/// The round trip on the GPU, from and to `corners`.
+fn gpu_round_trip(test: &str, corners: Corners) {
+    let Some(device) = gpu(test) else {
         return;
     };
     for swizzle in [true, false] {
-        let run = round_trip(&device, swizzle);
+        let run = round_trip(&device, swizzle, corners);
         if !runs_wgmma(&device) {
             return failed_as_documented("box_round_trip", run.map(drop));
         }
         let got = run.unwrap_or_else(|e| panic!("swizzle {swizzle}: {e}"));
-        let want = round_trip_expected();
+        let want = round_trip_expected(corners);
         let wrong = (0..got.len()).find(|&i| got[i] != want[i]);
         assert!(
             wrong.is_none(),
@@ -219,6 +232,22 @@ fn gpu_box_round_trip_stores_the_box_inside_the_matrix() {
             wrong.map(|i| want[i])
         );
     }
+}
+
+#[test]
+fn gpu_box_round_trip_at_chunk_boundaries_stores_the_box_inside_the_matrix() {
+    gpu_round_trip(
+        "gpu_box_round_trip_at_chunk_boundaries_stores_the_box_inside_the_matrix",
+        ALIGNED,
+    );
+}
+
+#[test]
+fn gpu_box_round_trip_off_chunk_boundaries_stores_the_box_inside_the_matrix() {
+    gpu_round_trip(
+        "gpu_box_round_trip_off_chunk_boundaries_stores_the_box_inside_the_matrix",
+        UNALIGNED,
+    );
 }
 
 #[test]
