@@ -10,7 +10,7 @@ use offload::map::OutArg;
 use offload::{Device, Error, Launch, Mapped};
 
 /// A tile shape of `stencil7_tma`: `tx × ty` points, `cpt` 16-byte chunks per thread (one of
-/// the kernel's instances: `tx` 32, 64 or 128, `ty` 8 or 16, `cpt` 1 or 2).
+/// the kernel's instances: `tx` 64 or 128, `ty` 16 or 32, `cpt` 2 or 4).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct TmaTile {
     pub tx: usize,
@@ -60,8 +60,7 @@ pub fn stencil7_tma_on(
         };
     }
     instances!(
-        (32, 8, 1), (32, 8, 2), (32, 16, 1), (32, 16, 2),
-        (64, 8, 1), (64, 8, 2), (64, 16, 1), (64, 16, 2),
-        (128, 8, 1), (128, 8, 2), (128, 16, 1), (128, 16, 2)
+        (64, 16, 2), (64, 16, 4), (64, 32, 2), (64, 32, 4),
+        (128, 16, 2), (128, 16, 4), (128, 32, 2), (128, 32, 4)
     )
 }

@@ -12,9 +12,10 @@
 mod common;
 
 use common::gpu::gpu;
+use common::hopper::{failed_as_documented, runs_sm90a};
 use offload::half::bf16;
 use offload::tensor_copy::TiledLayout;
-use offload::{Device, Error, Launch};
+use offload::{Device, Launch};
 use offload_examples::kernels::gemm_wgmma::{gemm_bf16_wgmma, gemm_wgmma_layout};
 use offload_examples::kernels::tensor::MatDims;
 use offload_examples::kernels::wgmma_tile::{
@@ -103,35 +104,6 @@ fn tensor_maps_a_gpu_would_refuse_are_refused_on_the_host() {
     assert!(err.to_string().contains("multiple of 16"), "{err}");
 }
 
-/// Whether `device` should run the `wgmma` kernels: an sm_90a image was built and the GPU is a
-/// Hopper (compute capability 9.0, the only one sm_90a code runs on).
-fn runs_wgmma(device: &Device) -> bool {
-    let built = offload_examples::__OFFLOAD_IMAGES
-        .images
-        .iter()
-        .any(|i| i.target == "sm_90a");
-    built
-        && ["H100", "H200", "H800", "H20"]
-            .iter()
-            .any(|h| device.name().contains(h))
-}
-
-/// Checks that `run` failed as documented where there is no `wgmma`: a panic in the fallback of
-/// `mma::wgmma` or `tensor_copy` (a GPU reports where a thread panicked; that line says what to
-/// build for).
-fn failed_as_documented(kernel: &str, run: offload::Result<()>) {
-    let e = run.expect_err("no sm_90a image for this GPU, yet the launch succeeded");
-    let text = e.to_string();
-    assert!(
-        matches!(e, Error::KernelFailed { .. })
-            && ["mma/wgmma.rs", "src/tensor_copy.rs", "sm_90a"]
-                .iter()
-                .any(|w| text.contains(w)),
-        "{kernel}: not the documented failure: {text}"
-    );
-    eprintln!("{kernel}: no sm_90a code for this GPU; the launch failed as documented: {text}");
-}
-
 #[test]
 fn gpu_tile_product_is_within_the_bound() {
     let Some(device) = gpu("gpu_tile_product_is_within_the_bound") else {
@@ -143,7 +115,7 @@ fn gpu_tile_product_is_within_the_bound() {
         uniform_bf16(w_rows * k, 2, 1.0),
     );
     let run = tile_product(&device, (&a, a_rows), (&w, w_rows), k);
-    if !runs_wgmma(&device) {
+    if !runs_sm90a(&device) {
         return failed_as_documented("wgmma_tile_product", run.map(drop));
     }
     let got = run.unwrap();
@@ -185,7 +157,7 @@ fn gpu_gemm_wgmma_matches_f64() {
             // `device`, mapped for the whole region.
             unsafe { gemm_bf16_wgmma::launch(launch, dims, &maps, &mut o) }
         });
-        if !runs_wgmma(&device) {
+        if !runs_sm90a(&device) {
             return failed_as_documented("gemm_bf16_wgmma", run);
         }
         run.unwrap_or_else(|e| panic!("{m}x{n}x{k}: {e}"));

@@ -81,12 +81,12 @@ struct Quad([f32; 4]);
 /// the barrier phase it completes.
 #[derive(Clone, Copy)]
 struct RingPos {
-    slot: usize,
+    slot: u32,
     phase: u32,
 }
 
 impl RingPos {
-    fn advance(&mut self, ring: usize) {
+    fn advance(&mut self, ring: u32) {
         self.slot += 1;
         if self.slot == ring {
             self.slot = 0;
@@ -96,17 +96,18 @@ impl RingPos {
 }
 
 /// One work item: the tile's first point and the run of planes `za..zb`, whose stream is the
-/// planes `za - 1 ..= zb` (those past the grid arrive as zeros and are read by no sum).
+/// planes `za - 1 ..= zb` (those past the grid arrive as zeros and are read by no sum). In
+/// 32-bit arithmetic, as every index in the kernel but the output's: fewer registers.
 #[derive(Clone, Copy)]
 struct Item {
-    x0: usize,
-    y0: usize,
-    za: usize,
-    zb: usize,
+    x0: u32,
+    y0: u32,
+    za: u32,
+    zb: u32,
 }
 
 impl Item {
-    fn loads(&self) -> usize {
+    fn loads(&self) -> u32 {
         self.zb - self.za + 2
     }
 }
@@ -125,7 +126,7 @@ impl Item {
 ///
 /// # Safety
 /// `maps[0]` describes `input`'s memory on the launch's device with that layout.
-#[offload::kernel(instances(TX = 32 | 64 | 128, TY = 8 | 16, CPT = 1 | 2))]
+#[offload::kernel(instances(TX = 64 | 128, TY = 16 | 32, CPT = 2 | 4))]
 pub unsafe fn stencil7_tma<const TX: usize, const TY: usize, const CPT: usize>(
     grid: Params3,
     march: TmaMarch,
@@ -133,81 +134,86 @@ pub unsafe fn stencil7_tma<const TX: usize, const TY: usize, const CPT: usize>(
     input: &[f32],
     output: &mut [f32],
 ) {
-    let (nx, ny, nz) = (grid.nx as usize, grid.ny as usize, grid.nz as usize);
-    let threads = stencil_tma_threads(TX, TY, CPT) as usize;
-    let (bw, slot) = (TX + 2 * HALO_X, slot_len(TX, TY));
-    let (ring, planes) = (march.ring as usize, march.planes as usize);
+    let (nx, ny, nz) = (grid.nx, grid.ny, grid.nz);
+    let threads = stencil_tma_threads(TX, TY, CPT);
+    let (tx, ty) = (TX as u32, TY as u32);
+    let (bw, slot) = (tx + 2 * HALO_X as u32, slot_len(TX, TY) as u32);
+    let (ring, planes) = (march.ring, march.planes);
     assert!(
         block_dim().count() == threads as u64,
         "stencil7_tma: launch blocks of stencil_tma_threads(TX, TY, CPT) threads"
     );
+    let points = nx as usize * ny as usize * nz as usize;
     assert!(
-        input.len() == nx * ny * nz && output.len() == input.len() && nx % 4 == 0,
+        input.len() == points && output.len() == points && nx % 4 == 0,
         "stencil7_tma: input and output hold the grid, whose nx is a multiple of 4"
-    );
-    assert!(
-        ny * (nz + 1) < i32::MAX as usize,
-        "stencil7_tma: the grid's rows (ny · nz) must fit the copy engine's 32-bit coordinates"
     );
     assert!(
         ring >= 3 && planes >= 1 && !maps.is_empty(),
         "stencil7_tma: a ring of 3 slots or more, runs of 1 plane or more, and a tensor map"
     );
+    let tiles_x = nx.div_ceil(tx);
+    let tiles = tiles_x as u64 * ny.div_ceil(ty) as u64;
+    let items = tiles * nz.div_ceil(planes) as u64;
+    assert!(
+        (ny as u64 * (nz as u64 + 1)) < i32::MAX as u64
+            && items * (planes as u64 + 2) < u32::MAX as u64,
+        "stencil7_tma: the grid's rows (ny · nz) must fit the copy engine's 32-bit coordinates, \
+         and its planes' loads 32 bits"
+    );
+    let (tiles, items) = (tiles as u32, items as u32);
     let out = output.as_mut_ptr();
     assert!(
         out as usize % 16 == 0,
         "stencil7_tma: output must be 16-byte aligned"
     );
     let smem = dynamic_shared::<f32>();
-    let pad = (BOX_ALIGN - smem.as_ptr() as usize % BOX_ALIGN) % BOX_ALIGN / 4;
+    let pad = ((BOX_ALIGN - smem.as_ptr() as usize % BOX_ALIGN) % BOX_ALIGN / 4) as u32;
     let first_barrier = (pad + ring * slot).div_ceil(2);
     assert!(
-        smem.len() >= 2 * (first_barrier + ring),
+        smem.len() >= 2 * (first_barrier + ring) as usize,
         "stencil7_tma: launch with stencil_tma_shared_bytes(TX, TY, ring) of dynamic shared memory"
     );
     let slots = dynamic_shared::<u64>();
-    let barrier = |s: usize| TransferBarrier::at(slots, first_barrier + s);
-    let slot_at = |s: usize| pad + s * slot;
+    let barrier = |s: u32| TransferBarrier::at(slots, (first_barrier + s) as usize);
+    let slot_at = |s: u32| pad + s * slot;
 
-    let tiles_x = nx.div_ceil(TX);
-    let tiles = tiles_x * ny.div_ceil(TY);
-    let items = tiles * nz.div_ceil(planes);
-    let (first, step) = (block_idx().x as usize, grid_dim().x as usize);
-    let item = |w: usize| {
+    let (first, step) = (block_idx().x, grid_dim().x);
+    let item = |w: u32| {
         let (run, tile) = (w / tiles, w % tiles);
         Item {
-            x0: tile % tiles_x * TX,
-            y0: tile / tiles_x * TY,
+            x0: tile % tiles_x * tx,
+            y0: tile / tiles_x * ty,
             za: run * planes,
             zb: ((run + 1) * planes).min(nz),
         }
     };
-    let thread = thread_idx().x as usize;
+    let thread = thread_idx().x;
 
     // Thread 0's cursor over the stream: the next load's item, its place in the item, and its
     // slot; `issued` loads so far.
     let mut next_w = first;
     let mut next_item = item(first);
-    let mut next_j = 0usize;
-    let mut next_slot = 0usize;
-    let mut issued = 0usize;
+    let mut next_j = 0u32;
+    let mut next_slot = 0u32;
+    let mut issued = 0u32;
     let box_bytes = stencil_tma_layout(grid, TX, TY).box_bytes();
     // Loads the stream's planes until `ring` are unreleased (thread 0 only); `released`: the
     // loads whose slots nobody reads any more.
-    let mut fill = |released: usize| {
+    let mut fill = |released: u32| {
         while next_w < items && issued < released + ring {
             let bar = barrier(next_slot);
             bar.arrive_expect_bytes(box_bytes);
             let (it, j) = (next_item, next_j);
-            let row = (it.za + j) as i32 - 1;
+            let plane = (it.za + j) as i32 - 1;
             let at = (
                 it.x0 as i32 - HALO_X as i32,
-                row * ny as i32 + it.y0 as i32 - 1,
+                plane * ny as i32 + it.y0 as i32 - 1,
             );
             // SAFETY: the caller's contract for the map; the slot lies in `smem` at a 128-byte
             // boundary (`pad`), and its last readers passed the barrier before this call
             // (`released` counts only slots that every thread is done with).
-            unsafe { copy_box_2d(smem, slot_at(next_slot), &maps[0], at, &bar) };
+            unsafe { copy_box_2d(smem, slot_at(next_slot) as usize, &maps[0], at, &bar) };
             issued += 1;
             next_slot = if next_slot + 1 == ring { 0 } else { next_slot + 1 };
             next_j += 1;
@@ -234,19 +240,19 @@ pub unsafe fn stencil7_tma<const TX: usize, const TY: usize, const CPT: usize>(
     // SAFETY (both): the box lies in `smem` (checked above), 16-byte aligned; its copy has
     // landed (its barrier was waited for) and is not refilled before the barrier that follows
     // its last reads.
-    let quad = |at: usize| unsafe { (smem.as_ptr().add(at) as *const Quad).read().0 };
-    let point = |at: usize| unsafe { smem.as_ptr().add(at).read() };
+    let quad = |at: u32| unsafe { (smem.as_ptr().add(at as usize) as *const Quad).read().0 };
+    let point = |at: u32| unsafe { smem.as_ptr().add(at as usize).read() };
     let mut wait = RingPos { slot: 0, phase: 0 };
-    let mut consumed = 0usize;
+    let mut consumed = 0u32;
     let side = (1.0 - grid.centre) / 6.0;
     let mut w = first;
     while w < items {
         let it = item(w);
         // This thread's chunks: offset in a slot, and where they lie in the grid.
         let at = core::array::from_fn::<_, CPT, _>(|i| {
-            let c = thread + i * threads;
-            let (r, q) = (c / (TX / 4), c % (TX / 4));
-            ((r + 1) * bw + HALO_X + 4 * q, it.x0 + 4 * q, it.y0 + r)
+            let c = thread + i as u32 * threads;
+            let (r, q) = (c / (tx / 4), c % (tx / 4));
+            ((r + 1) * bw + HALO_X as u32 + 4 * q, it.x0 + 4 * q, it.y0 + r)
         });
         let take = |pos: &mut RingPos| {
             barrier(pos.slot).wait(pos.phase);
@@ -271,7 +277,8 @@ pub unsafe fn stencil7_tma<const TX: usize, const TY: usize, const CPT: usize>(
                     let (left, right) = (point(here + o - 1), point(here + o + 4));
                     let row_border = z_border || y == 0 || y + 1 == ny;
                     let v = core::array::from_fn(|l| {
-                        let border = row_border || x + l == 0 || x + l + 1 == nx;
+                        let l32 = l as u32;
+                        let border = row_border || x + l32 == 0 || x + l32 + 1 == nx;
                         let xm = if l == 0 { left } else { c[l - 1] };
                         let xp = if l == 3 { right } else { c[l + 1] };
                         if border {
@@ -280,11 +287,12 @@ pub unsafe fn stencil7_tma<const TX: usize, const TY: usize, const CPT: usize>(
                             grid.centre * c[l] + side * (xm + xp + ym[l] + yp[l] + p[l] + next[l])
                         }
                     });
+                    let index = (z as usize * ny as usize + y as usize) * nx as usize + x as usize;
                     // SAFETY: point (x..x + 4, y, z) lies in the grid (x + 4 <= nx, as nx is a
                     // multiple of 4) at a 16-byte boundary; it belongs to this chunk of this
                     // item's tile and run, and items, tiles and chunks do not overlap, so no
                     // other thread writes it.
-                    unsafe { (out.add((z * ny + y) * nx + x) as *mut Quad).write(Quad(v)) };
+                    unsafe { (out.add(index) as *mut Quad).write(Quad(v)) };
                 }
                 prev[i] = cur[i];
                 cur[i] = next;
