@@ -18,6 +18,13 @@ pub struct TmaTile {
     pub cpt: usize,
 }
 
+impl TmaTile {
+    /// `tx × ty` points, `cpt` chunks per thread.
+    pub const fn new(tx: usize, ty: usize, cpt: usize) -> TmaTile {
+        TmaTile { tx, ty, cpt }
+    }
+}
+
 /// `stencil7_tma` with tiles of `tile` of `input` (a region's mapping on `device`) into
 /// `output`, marching as `march` says, on `blocks` blocks (default: one per work item).
 ///
@@ -60,7 +67,13 @@ pub fn stencil7_tma_on(
         };
     }
     instances!(
-        (64, 16, 2), (64, 16, 4), (64, 32, 2), (64, 32, 4),
-        (128, 16, 2), (128, 16, 4), (128, 32, 2), (128, 32, 4)
+        (64, 16, 2),
+        (64, 16, 4),
+        (64, 32, 2),
+        (64, 32, 4),
+        (128, 16, 2),
+        (128, 16, 4),
+        (128, 32, 2),
+        (128, 32, 4)
     )
 }

@@ -22,20 +22,15 @@ const GRIDS: [(u32, u32, u32); 3] = [(8, 5, 3), (68, 21, 9), (132, 35, 40)];
 
 /// Tile shapes (every instance) with a ring, planes per run and blocks (`None`: one per item).
 const SHAPES: [(TmaTile, u32, u32, Option<u32>); 8] = [
-    (tile(64, 16, 2), 3, 4, None),
-    (tile(64, 16, 4), 4, 7, Some(3)),
-    (tile(64, 32, 2), 5, 64, None),
-    (tile(64, 32, 4), 3, 1, Some(2)),
-    (tile(128, 16, 2), 4, 16, None),
-    (tile(128, 16, 4), 3, 5, Some(1)),
-    (tile(128, 32, 2), 4, 8, None),
-    (tile(128, 32, 4), 3, 3, Some(4)),
+    (TmaTile::new(64, 16, 2), 3, 4, None),
+    (TmaTile::new(64, 16, 4), 4, 7, Some(3)),
+    (TmaTile::new(64, 32, 2), 5, 64, None),
+    (TmaTile::new(64, 32, 4), 3, 1, Some(2)),
+    (TmaTile::new(128, 16, 2), 4, 16, None),
+    (TmaTile::new(128, 16, 4), 3, 5, Some(1)),
+    (TmaTile::new(128, 32, 2), 4, 8, None),
+    (TmaTile::new(128, 32, 4), 3, 3, Some(4)),
 ];
-
-/// A `TmaTile` of `tx × ty` points and `cpt` chunks per thread.
-const fn tile(tx: usize, ty: usize, cpt: usize) -> TmaTile {
-    TmaTile { tx, ty, cpt }
-}
 
 /// `stencil7_tma` of a `grid` of pseudo-random points on `device` with one shape.
 fn run(
@@ -54,8 +49,10 @@ fn run(
     Ok(out)
 }
 
-/// Every grid in every shape that fits `device`'s shared memory, against the CPU loop.
+/// Every grid in every shape that fits `device`'s shared memory, against the CPU loop (every
+/// case runs; the failures are listed together).
 fn matches_cpu(device: &Device) -> offload::Result<()> {
+    let mut failures = Vec::new();
     for (nx, ny, nz) in GRIDS {
         let grid = Params3 {
             nx,
@@ -72,13 +69,27 @@ fn matches_cpu(device: &Device) -> offload::Result<()> {
                 continue;
             }
             let got = run(device, grid, shape, &input)?;
-            assert!(
-                common::same_bits(&got, &want),
-                "{nx}x{ny}x{nz} with {shape:?} on {}",
-                device.name()
-            );
+            let wrong: Vec<usize> = (0..got.len())
+                .filter(|&i| got[i].to_bits() != want[i].to_bits())
+                .collect();
+            if let Some(&i) = wrong.first() {
+                let (x, y, z) = (i as u32 % nx, i as u32 / nx % ny, i as u32 / nx / ny);
+                failures.push(format!(
+                    "{nx}x{ny}x{nz} with {shape:?}: {} points differ, the first ({x}, {y}, {z}): \
+                     {} instead of {}",
+                    wrong.len(),
+                    got[i],
+                    want[i]
+                ));
+            }
         }
     }
+    assert!(
+        failures.is_empty(),
+        "on {}:\n{}",
+        device.name(),
+        failures.join("\n")
+    );
     Ok(())
 }
 
@@ -101,9 +112,11 @@ fn host_refuses_what_the_kernel_cannot_run() {
     let odd = run(&device, grid(6), SHAPES[0], &input).unwrap_err();
     assert!(odd.to_string().contains("multiple of 16"), "{odd}");
     // A shape without an instance.
-    let shape = (tile(32, 8, 1), 3, 4, None);
+    let shape = (TmaTile::new(32, 8, 1), 3, 4, None);
     match run(&device, grid(4), shape, &input[..64]) {
-        Err(Error::InvalidArgument { argument: "tile", .. }) => {}
+        Err(Error::InvalidArgument {
+            argument: "tile", ..
+        }) => {}
         other => panic!("expected InvalidArgument for the tile, got {other:?}"),
     }
 }

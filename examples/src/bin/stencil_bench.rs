@@ -26,28 +26,23 @@ const BLOCK: u32 = 256;
 /// `stencil7_tma`'s measured shapes, each on a block per work item: tile, ring slots and planes
 /// per run. The first carries the goal (issue 30).
 const TMA_VARIANTS: &[(TmaTile, u32, u32)] = &[
-    (tile(128, 16, 2), 4, 64),
-    (tile(128, 16, 2), 4, 32),
-    (tile(128, 16, 2), 5, 64),
-    (tile(128, 16, 2), 4, 128),
-    (tile(128, 16, 4), 4, 64),
-    (tile(128, 16, 4), 6, 64),
-    (tile(128, 16, 4), 4, 32),
-    (tile(128, 32, 4), 3, 64),
-    (tile(128, 32, 4), 4, 64),
-    (tile(128, 32, 4), 4, 32),
-    (tile(128, 32, 2), 3, 64),
-    (tile(128, 32, 2), 4, 64),
-    (tile(64, 32, 4), 4, 64),
-    (tile(64, 32, 2), 4, 64),
-    (tile(64, 16, 4), 4, 64),
-    (tile(64, 16, 2), 4, 64),
+    (TmaTile::new(128, 32, 2), 4, 64),
+    (TmaTile::new(128, 16, 2), 4, 64),
+    (TmaTile::new(128, 16, 2), 4, 32),
+    (TmaTile::new(128, 16, 2), 5, 64),
+    (TmaTile::new(128, 16, 2), 4, 128),
+    (TmaTile::new(128, 16, 4), 4, 64),
+    (TmaTile::new(128, 16, 4), 6, 64),
+    (TmaTile::new(128, 16, 4), 4, 32),
+    (TmaTile::new(128, 32, 4), 3, 64),
+    (TmaTile::new(128, 32, 4), 4, 64),
+    (TmaTile::new(128, 32, 4), 4, 32),
+    (TmaTile::new(128, 32, 2), 3, 64),
+    (TmaTile::new(64, 32, 4), 4, 64),
+    (TmaTile::new(64, 32, 2), 4, 64),
+    (TmaTile::new(64, 16, 4), 4, 64),
+    (TmaTile::new(64, 16, 2), 4, 64),
 ];
-
-/// A `TmaTile` of `tx × ty` points and `cpt` chunks per thread.
-const fn tile(tx: usize, ty: usize, cpt: usize) -> TmaTile {
-    TmaTile { tx, ty, cpt }
-}
 
 /// One measured variant: its name, whether it carries the goal (issues 11 and 30), its time and
 /// whether it matched the CPU.
@@ -199,7 +194,9 @@ fn three_d(device: &Device) -> Result<bool, Box<dyn std::error::Error>> {
             let march = TmaMarch { ring, planes };
             let shared = stencil_tma_shared_bytes(tile.tx, tile.ty, ring);
             if shared > device.limits().max_shared_per_block {
-                println!("  {tile:?} with a ring of {ring}: not run, {shared} bytes of shared memory");
+                println!(
+                    "  {tile:?} with a ring of {ring}: not run, {shared} bytes of shared memory"
+                );
                 continue;
             }
             o.update_to(|o| o.fill(0.0))?;

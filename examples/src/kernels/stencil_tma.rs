@@ -215,7 +215,11 @@ pub unsafe fn stencil7_tma<const TX: usize, const TY: usize, const CPT: usize>(
             // (`released` counts only slots that every thread is done with).
             unsafe { copy_box_2d(smem, slot_at(next_slot) as usize, &maps[0], at, &bar) };
             issued += 1;
-            next_slot = if next_slot + 1 == ring { 0 } else { next_slot + 1 };
+            next_slot = if next_slot + 1 == ring {
+                0
+            } else {
+                next_slot + 1
+            };
             next_j += 1;
             if next_j == it.loads() {
                 next_j = 0;
@@ -252,7 +256,11 @@ pub unsafe fn stencil7_tma<const TX: usize, const TY: usize, const CPT: usize>(
         let at = core::array::from_fn::<_, CPT, _>(|i| {
             let c = thread + i as u32 * threads;
             let (r, q) = (c / (tx / 4), c % (tx / 4));
-            ((r + 1) * bw + HALO_X as u32 + 4 * q, it.x0 + 4 * q, it.y0 + r)
+            (
+                (r + 1) * bw + HALO_X as u32 + 4 * q,
+                it.x0 + 4 * q,
+                it.y0 + r,
+            )
         });
         let take = |pos: &mut RingPos| {
             barrier(pos.slot).wait(pos.phase);
@@ -300,7 +308,11 @@ pub unsafe fn stencil7_tma<const TX: usize, const TY: usize, const CPT: usize>(
             here = above;
             // Planes up to this one are done with; at the run's end the plane above it too.
             consumed += 1;
-            let released = if z + 1 == it.zb { consumed + 2 } else { consumed + 1 };
+            let released = if z + 1 == it.zb {
+                consumed + 2
+            } else {
+                consumed + 1
+            };
             sync_threads();
             if thread == 0 {
                 fill(released);
