@@ -163,6 +163,7 @@ pub fn jacobi2d(width: u32, height: u32, input: &[f32], output: &mut [f32]) {
 
 pub mod atomics;
 pub mod register_cap;
+pub mod stencil_tma;
 pub mod stencils;
 pub mod streams;
 pub mod views;

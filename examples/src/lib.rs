@@ -11,6 +11,7 @@ pub mod reference_bandwidth;
 pub mod reference_gemm;
 pub mod reference_launch;
 pub mod reference_torch;
+pub mod stencil_tma_launch;
 pub mod stream_timing;
 pub mod tensor_launch;
 

@@ -15,9 +15,10 @@
 mod common;
 
 use common::gpu::gpu;
+use common::hopper::failed_as_documented;
 use offload::half::bf16;
 use offload::tensor_copy::TiledLayout;
-use offload::{Device, Error, Launch};
+use offload::{Device, Launch};
 use offload_examples::kernels::box_round_trip::{box_round_trip, ROUND_TRIP_SHARED_BYTES};
 use offload_examples::kernels::gemm_bf16::{ACT_GELU, ACT_NONE};
 use offload_examples::kernels::gemm_wgmma::{gemm_bf16_wgmma, gemm_wgmma_layout};
@@ -28,7 +29,7 @@ use offload_examples::kernels::wgmma_tile::{
 use offload_examples::reference_gemm::{
     gelu_f64, linear_entry, mma_chain_f32, uniform, uniform_bf16,
 };
-use offload_examples::tensor_launch::{self, runs_wgmma};
+use offload_examples::tensor_launch::{self, runs_sm90a};
 
 /// The map of a `rows × k` row-major `bf16` matrix in boxes of 64 columns by `box_rows`.
 fn layout(rows: usize, k: usize, box_rows: usize) -> TiledLayout {
@@ -108,22 +109,6 @@ fn tensor_maps_a_gpu_would_refuse_are_refused_on_the_host() {
     };
     let err = Device::host().tensor_map_2d(0x1000, &odd).unwrap_err();
     assert!(err.to_string().contains("multiple of 16"), "{err}");
-}
-
-/// Checks that `run` failed as documented where there is no `wgmma`: a panic in the fallback of
-/// `mma::wgmma` or `tensor_copy` (a GPU reports where a thread panicked; that line says what to
-/// build for).
-fn failed_as_documented(kernel: &str, run: offload::Result<()>) {
-    let e = run.expect_err("no sm_90a image for this GPU, yet the launch succeeded");
-    let text = e.to_string();
-    assert!(
-        matches!(e, Error::KernelFailed { .. })
-            && ["mma/wgmma.rs", "src/tensor_copy.rs", "sm_90a"]
-                .iter()
-                .any(|w| text.contains(w)),
-        "{kernel}: not the documented failure: {text}"
-    );
-    eprintln!("{kernel}: no sm_90a code for this GPU; the launch failed as documented: {text}");
 }
 
 /// Source and destination of the round trip: `rows × cols` `u16` matrices (rows of 104 and 72
@@ -219,7 +204,7 @@ fn gpu_round_trip(test: &str, corners: Corners) {
     };
     for swizzle in [true, false] {
         let run = round_trip(&device, swizzle, corners);
-        if !runs_wgmma(&device) {
+        if !runs_sm90a(&device) {
             return failed_as_documented("box_round_trip", run.map(drop));
         }
         let got = run.unwrap_or_else(|e| panic!("swizzle {swizzle}: {e}"));
@@ -261,7 +246,7 @@ fn gpu_tile_product_is_within_the_bound() {
         uniform_bf16(w_rows * k, 2, 1.0),
     );
     let run = tile_product(&device, (&a, a_rows), (&w, w_rows), k);
-    if !runs_wgmma(&device) {
+    if !runs_sm90a(&device) {
         return failed_as_documented("wgmma_tile_product", run.map(drop));
     }
     let got = run.unwrap();
@@ -307,7 +292,7 @@ fn gpu_gemm_wgmma_matches_f64() {
                 // `o` on `device`, mapped for the whole region.
                 unsafe { gemm_bf16_wgmma::launch(launch, dims, act, &maps, b, &mut o) }
             });
-            if !runs_wgmma(&device) {
+            if !runs_sm90a(&device) {
                 return failed_as_documented("gemm_bf16_wgmma", run);
             }
             let case = format!("{m}x{n}x{k} act {act} bias {with_bias}");

@@ -59,7 +59,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         k: hidden as u32,
     };
     let weights = (&x[..], &w1[..], &b1[..], &w2[..], &b2[..]);
-    let wgmma = tensor_launch::runs_wgmma(&device);
+    let wgmma = tensor_launch::runs_sm90a(&device);
     let [best, up_time, down_time] =
         forward_passes(&device, wgmma, (up, down), weights, &mut h, &mut y)?;
     let flop = 2.0 * tokens as f64 * d_model as f64 * hidden as f64 * 2.0;

@@ -5,6 +5,7 @@
 pub mod atomics;
 pub mod gpu;
 pub mod graphs;
+pub mod hopper;
 pub mod mapping;
 pub mod outputs;
 pub mod streams;
