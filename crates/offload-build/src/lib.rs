@@ -913,6 +913,11 @@ fn device_rustflags(
         utf8(linker),
         utf8(manifest_dir)
     );
+    if arch == "sm_90a" {
+        // PTX 8.3 (sm_90a alone is 8.0): offload-kernel's bulk tensor copies fence the tensor
+        // maps they read from device memory, an instruction of PTX 8.3.
+        flags.push_str("\x1f-Ctarget-feature=+ptx83");
+    }
     if let Some(sysroot) = sysroot {
         flags.push_str(&format!("\x1f--sysroot={}", utf8(sysroot)));
     }
@@ -1275,6 +1280,26 @@ mod tests {
             Some(Path::new("/c/sys")),
         );
         assert!(cached.ends_with("\x1f--sysroot=/c/sys"), "{cached:?}");
+    }
+
+    #[test]
+    fn sm_90a_images_are_ptx_8_3() {
+        let flags = |arch| {
+            device_rustflags(
+                arch,
+                Path::new("/l"),
+                Path::new("/p"),
+                true,
+                false,
+                false,
+                None,
+            )
+        };
+        assert!(flags("sm_90a")
+            .split('\x1f')
+            .any(|f| f == "-Ctarget-feature=+ptx83"));
+        assert!(!flags("sm_90").contains("ptx83"));
+        assert!(!flags("sm_80").contains("ptx83"));
     }
 
     #[test]

@@ -410,10 +410,11 @@ mod tests {
     }
 
     /// The launch shapes (blocks, threads) a comparison takes from its list `all`: every one
-    /// natively, the last two under Miri (the others walk the same strips in other orders).
+    /// natively, the last (of several blocks and warps) under Miri (the others walk the same
+    /// strips in other orders).
     fn shapes(all: &'static [(u32, u32)]) -> &'static [(u32, u32)] {
         if cfg!(miri) {
-            &all[all.len().saturating_sub(2)..]
+            &all[all.len().saturating_sub(1)..]
         } else {
             all
         }
@@ -502,8 +503,7 @@ mod tests {
                 continue;
             }
             for &skip in SKIPS {
-                // (3, 64) before (2, 5): under Miri, one shape of few threads and one of many.
-                for &shape in shapes(&[(1, 1), (1, 3), (3, 64), (2, 5), (7, 32)]) {
+                for &shape in shapes(&[(1, 1), (1, 3), (2, 5), (3, 64), (7, 32)]) {
                     five_point_tiles::<Registers>(nx, ny, skip, shape);
                     five_point_tiles::<RowStretches>(nx, ny, skip, shape);
                 }

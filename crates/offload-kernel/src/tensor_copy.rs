@@ -30,11 +30,19 @@
 //! message (on the GPU that wait would have to be ended by a thread that runs later; arrange
 //! arrivals and copies before a `sync_threads` that precedes the waits).
 //!
+//! # Tensor maps in device memory
+//! The copy engine keeps the maps it has read in a cache of its own, which copies into device
+//! memory do not update: a map at an address where an earlier launch's map was could be read as
+//! that one (the likely cause of the wrong boxes and illegal-instruction failures an H200 showed
+//! before this fence). So every copy and store first fences its map for the engine (PTX
+//! `fence.proxy.tensormap::generic.acquire`).
+//!
 //! # Architectures
-//! The instructions need sm_90 and PTX ISA 8.0: sm_90a images have both; plain sm_90 images are
-//! PTX 7.8 (the oldest for sm_90, what LLVM emits unless told `+ptx80`). Elsewhere (those, older
-//! NVIDIA targets, AMD and SPIR-V images) the operations panic when they run, so the launch
-//! fails (`Error::KernelFailed`) with a message saying what to build for.
+//! The instructions need sm_90 and PTX ISA 8.3 (the fence): offload-build makes sm_90a images
+//! PTX 8.3; plain sm_90 images are PTX 7.8 (the oldest for sm_90, what LLVM emits unless told
+//! `+ptx83`). Elsewhere (those, older NVIDIA targets, AMD and SPIR-V images) the operations
+//! panic when they run, so the launch fails (`Error::KernelFailed`) with a message saying what to
+//! build for.
 
 use crate::{DeviceCopy, SharedSlice};
 
@@ -280,7 +288,7 @@ pub fn wait_stores_read<const PENDING: u32>() {
 #[cfg(all(
     target_arch = "nvptx64",
     target_feature = "sm_90",
-    any(target_feature = "sm_90a", target_feature = "ptx80"),
+    target_feature = "ptx83",
     not(feature = "spirv")
 ))]
 mod arch {
@@ -348,6 +356,7 @@ mod arch {
         // SAFETY: the caller's contract.
         unsafe {
             core::arch::asm!(
+                "fence.proxy.tensormap::generic.acquire.gpu [{m}], 128;",
                 "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [{d}], [{m}, {{{c}, {r}}}], [{b}];",
                 d = in(reg32) shared_address(to),
                 m = in(reg64) map as *const TensorMap,
@@ -375,6 +384,7 @@ mod arch {
         // SAFETY: the caller's contract.
         unsafe {
             core::arch::asm!(
+                "fence.proxy.tensormap::generic.acquire.gpu [{m}], 128;",
                 "cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [{m}, {{{c}, {r}}}], [{s}];",
                 m = in(reg64) map as *const TensorMap,
                 c = in(reg32) col,
@@ -408,7 +418,7 @@ mod arch {
         any(
             feature = "spirv",
             not(target_feature = "sm_90"),
-            not(any(target_feature = "sm_90a", target_feature = "ptx80"))
+            not(target_feature = "ptx83")
         )
     )
 ))]
@@ -416,9 +426,9 @@ mod arch {
     use super::TensorMap;
 
     const MISSING: &str = "offload::tensor_copy needs an NVIDIA GPU of sm_90 or newer (Hopper's \
-                           copy engine) and PTX ISA 8.0: build the kernels for sm_90a \
-                           (OFFLOAD_CUDA_ARCH=sm_90a), or for sm_90 with PTX 8.0 \
-                           (-C target-feature=+ptx80; plain sm_90 images are PTX 7.8)";
+                           copy engine) and PTX ISA 8.3: build the kernels for sm_90a \
+                           (OFFLOAD_CUDA_ARCH=sm_90a, whose images are PTX 8.3), or for sm_90 with \
+                           PTX 8.3 (-C target-feature=+ptx83; plain sm_90 images are PTX 7.8)";
 
     pub(super) unsafe fn init(_: *mut u64, _: u32) {
         panic!("{}", MISSING)
