@@ -366,13 +366,15 @@ fn run_dgemm(
 }
 
 /// DGEMM against the CPU's `f64` product on shapes with tails, odd `k` and `n`
-/// (rows off 16-byte boundaries: staged element by element), more slices than stages, and
-/// `k = 0`: normwise within 1e-13. A one-block grid gives the same bits; on a GPU, so does the
-/// host backend.
+/// (rows off 16-byte boundaries: staged element by element), interior tiles whose `k` is not a
+/// multiple of 16, more slices than stages, and `k = 0`: normwise within 1e-13. A one-block grid
+/// and every stage count that fits a block give the same bits; on a GPU, so does the host
+/// backend.
 fn dgemm_matches_cpu(device: &Device) {
     for (s, (m, n, k)) in [
         (128, 128, 16),
         (256, 256, 96),
+        (256, 192, 150),
         (257, 131, 67),
         (300, 260, 40),
         (33, 17, 5),
@@ -406,6 +408,23 @@ fn dgemm_matches_cpu(device: &Device) {
                 .all(|(x, y)| x.to_bits() == y.to_bits()),
             "dgemm {m}x{n}x{k}: one block differs"
         );
+        let max_shared = device.limits().max_shared_per_block;
+        for stages in 2..=dgemm::DGEMM_MAX_STAGES as u32 {
+            let bytes = stages * dgemm::DGEMM_STAGE_BYTES;
+            if bytes > max_shared {
+                break;
+            }
+            let launch = tensor_launch::dgemm(device, dims, None).dynamic_shared(bytes);
+            let mut staged = vec![f64::NAN; m * n];
+            dgemm::dgemm::launch(launch, dims, &a, &b, &mut staged).unwrap();
+            assert!(
+                staged
+                    .iter()
+                    .zip(&c)
+                    .all(|(x, y)| x.to_bits() == y.to_bits()),
+                "dgemm {m}x{n}x{k}: {stages} stages differ"
+            );
+        }
         if device.is_gpu() {
             let host = run_dgemm(&Device::host(), dims, None, &a, &b);
             assert!(
