@@ -3,9 +3,9 @@
 //! - `sgemm_tf32x3` at 4096³ against cuBLAS fp32 with TF32 off; torch also measures both
 //!   results' errors against an `f64` product of the same inputs on the GPU;
 //! - `gemm_bf16` at 8192³ (`bf16` out, `A · Wᵀ`) against cuBLAS `bf16` (`torch.mm(a, w.t())`);
-//! - `dgemm` at 4096³ and 4096 × 4096 × 1000 against
-//!   cuBLAS DGEMM (`torch.mm` on `float64`); its error against a CPU `f64` product over
-//!   sampled elements, and torch measures its normwise difference from cuBLAS's product.
+//! - `dgemm` at 4096³ and 4096 × 4096 × 1000 against cuBLAS DGEMM (`torch.mm` on `float64`);
+//!   its error against a CPU `f64` product over sampled elements, and torch measures its
+//!   normwise difference from cuBLAS's product.
 //! - on a GPU, `gemm_bf16_wgmma` (sm_90a) the same way at 8192³, 4096³ and 4096 × 4096 × 1000.
 //!
 //! Times are the kernels' own (`LaunchReport::kernel_time`), the best of 5 launches in a data
