@@ -61,8 +61,9 @@ pub fn gemm_wgmma_maps(
     ])
 }
 
-/// Whether `device` runs the sm_90a kernels (`wgmma`, `tensor_copy`): this crate's images include sm_90a and the device
-/// is a Hopper GPU (compute capability 9.0, the only one sm_90a code runs on, told by its name).
+/// Whether `device` runs the sm_90a kernels (`wgmma`, `tensor_copy`): this crate's images
+/// include sm_90a and the device is a Hopper GPU (compute capability 9.0, the only one sm_90a
+/// code runs on, told by its name).
 pub fn runs_sm90a(device: &Device) -> bool {
     let built = crate::__OFFLOAD_IMAGES
         .images

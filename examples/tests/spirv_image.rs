@@ -191,14 +191,17 @@ fn warp_kernels_require_sub_groups_of_32() {
         let name = k.name.as_str();
         let uses_warps = matches!(
             name,
-            "warp_operations" | "divergent_warp_sum" | "sgemm_tf32x3"
-        ) || ["fragments_from_shared", "gemm_bf16__", "mma_tiles_", "dgemm__"]
+            "warp_operations" | "divergent_warp_sum" | "sgemm_tf32x3" | "dgemm"
+        ) || ["fragments_from_shared", "gemm_bf16__", "mma_tiles_"]
             .iter()
             .any(|p| name.starts_with(p));
         // SPIR-V warps are 32 lanes wide (sub-groups of 32).
         let expected = uses_warps.then_some(32);
         if k.subgroup_size != expected {
-            wrong.push(format!("{}: {:?}, expected {expected:?}", k.name, k.subgroup_size));
+            wrong.push(format!(
+                "{}: {:?}, expected {expected:?}",
+                k.name, k.subgroup_size
+            ));
         }
     }
     assert!(wrong.is_empty(), "sub-group sizes: {wrong:#?}");

@@ -3,22 +3,23 @@
 //! - `sgemm_tf32x3` at 4096³ against cuBLAS fp32 with TF32 off; torch also measures both
 //!   results' errors against an `f64` product of the same inputs on the GPU;
 //! - `gemm_bf16` at 8192³ (`bf16` out, `A · Wᵀ`) against cuBLAS `bf16` (`torch.mm(a, w.t())`);
-//! - `dgemm` (both depths, `m16n8k8` and `m16n8k16`) at 4096³ and 4096 × 4096 × 1000 against
-//!   cuBLAS DGEMM (`torch.mm` on `float64`); its error against a CPU `f64` product over
-//!   sampled elements, and torch measures its normwise difference from cuBLAS's product.
+//! - `dgemm` at 4096³ and 4096 × 4096 × 1000 against cuBLAS DGEMM (`torch.mm` on `float64`);
+//!   its error against a CPU `f64` product over sampled elements, and torch measures its
+//!   normwise difference from cuBLAS's product.
 //! - on a GPU, `gemm_bf16_wgmma` (sm_90a, no bias or activation) the same way at 8192³, 4096³
 //!   and 4096 × 4096 × 1000.
 //!
 //! Times are the kernels' own (`LaunchReport::kernel_time`), the best of 5 launches in a data
 //! region; torch's the best of 20 CUDA-event timings. On the host backend the sizes shrink.
-//! Arguments: `tensor_bench [SGEMM_SIZE [BF16_SIZE [DGEMM_SIZE]]]`, or `tensor_bench wgmma` for
-//! the `gemm_bf16_wgmma` part alone.
+//! Arguments: `tensor_bench [SGEMM_SIZE [BF16_SIZE [DGEMM_SIZE]]]`; `TENSOR_BENCH_ONLY=dgemm`
+//! or `=wgmma` runs that part alone, `DGEMM_STAGES=4,6` times the DGEMM with those
+//! shared-memory stages (default: `DGEMM_SHARED_BYTES`).
 
 use offload::half::bf16;
 use offload::{Device, Launch};
 use offload_bench_report::{Goal, Measure, Ratio};
 use offload_examples::kernel_timing::best_kernel_time;
-use offload_examples::kernels::dgemm::{self, Depth16, Depth8, Step};
+use offload_examples::kernels::dgemm::{self, DGEMM_SHARED_BYTES, DGEMM_STAGE_BYTES};
 use offload_examples::kernels::gemm_bf16::{self, ACT_NONE};
 use offload_examples::kernels::sgemm_tf32;
 use offload_examples::kernels::tensor::MatDims;
@@ -44,16 +45,19 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             .and_then(|a| a.parse().ok())
             .unwrap_or(if device.is_gpu() { gpu } else { host })
     };
-    let wgmma_only = std::env::args().nth(1).as_deref() == Some("wgmma");
-    if !wgmma_only {
+    let only = std::env::var("TENSOR_BENCH_ONLY").ok();
+    let runs = |part: &str| only.as_deref().is_none_or(|o| o == part);
+    if only.is_none() {
         sgemm(&device, arg(1, 4096, 256))?;
         gemm_bf16(&device, arg(2, 8192, 256))?;
+    }
+    if runs("dgemm") {
         let size = arg(3, 4096, 256);
         dgemm_bench(&device, size, size)?;
         dgemm_bench(&device, size, (size as u64 * 1000 / 4096) as u32)?;
     }
     // Its tiles need more shared memory than the host backend gives a block.
-    if device.is_gpu() {
+    if device.is_gpu() && runs("wgmma") {
         for shape in [(8192, 8192, 8192), (4096, 4096, 4096), (4096, 4096, 1000)] {
             gemm_wgmma(&device, shape)?;
         }
@@ -238,31 +242,33 @@ fn gemm_bf16(device: &Device, size: u32) -> Result<(), Box<dyn std::error::Error
     Ok(())
 }
 
-/// `dgemm` with step `S` on `dims`: its best kernel time and its product.
-fn time_dgemm<S: Step>(
+/// `dgemm` on `dims` with `stages` shared-memory stages (fewer where the device gives a block
+/// less): its best kernel time and its product.
+fn time_dgemm(
     device: &Device,
     dims: MatDims,
+    stages: u32,
     a: &[f64],
     b: &[f64],
-) -> Result<(Duration, Vec<f64>), Box<dyn std::error::Error>>
-where
-    dgemm::dgemm::Instance<S>: dgemm::dgemm::Declared,
-{
+) -> Result<(Duration, Vec<f64>), Box<dyn std::error::Error>> {
     let mut c = vec![f64::NAN; (dims.m * dims.n) as usize];
-    let launch = tensor_launch::dgemm(device, dims, None);
+    let max_shared = device.limits().max_shared_per_block;
+    let launch = tensor_launch::dgemm(device, dims, None)
+        .dynamic_shared((stages * DGEMM_STAGE_BYTES).min(max_shared));
     let time = offload::region_on(device, |r| {
         let (a, b) = (r.to(a)?, r.to(b)?);
         let mut c = r.from(&mut c)?;
         best_kernel_time(REPEATS, || {
-            dgemm::dgemm::launch::<S>(launch, dims, &a, &b, &mut c)
+            dgemm::dgemm::launch(launch, dims, &a, &b, &mut c)
         })
     })?;
     Ok((time, c))
 }
 
-/// `dgemm` at `size × size × k`, both depths, against cuBLAS DGEMM (torch.mm on float64) in the
-/// same run; the error of each against a CPU `f64` product over 512 sampled elements
-/// (`sqrt(Σ diff² / Σ want²)` over them, the normwise error's estimate) must stay within 1e-13.
+/// `dgemm` at `size × size × k` against cuBLAS DGEMM (torch.mm on float64) in the same run, with
+/// each stage count of `DGEMM_STAGES`; the error of each against a CPU `f64` product over 512
+/// sampled elements (`sqrt(Σ diff² / Σ want²)` over them, the normwise error's estimate) must
+/// stay within 1e-13.
 fn dgemm_bench(device: &Device, size: u32, k: u32) -> Result<(), Box<dyn std::error::Error>> {
     let (n, kk) = (size as usize, k as usize);
     let dims = MatDims {
@@ -276,11 +282,18 @@ fn dgemm_bench(device: &Device, size: u32, k: u32) -> Result<(), Box<dyn std::er
         format!("{size}x{size}x{k}")
     };
     let (a, b) = (uniform_f64(n * kk, 5), uniform_f64(kk * n, 6));
-    let (t8, c8) = time_dgemm::<Depth8>(device, dims, &a, &b)?;
-    let (t16, c16) = time_dgemm::<Depth16>(device, dims, &a, &b)?;
+    let stages: Vec<u32> = match std::env::var("DGEMM_STAGES") {
+        Ok(list) => list
+            .split(',')
+            .map(|s| s.trim().parse())
+            .collect::<Result<_, _>>()?,
+        Err(_) => vec![DGEMM_SHARED_BYTES / DGEMM_STAGE_BYTES],
+    };
     let mut ok = true;
     let mut results = vec![];
-    for (depth, time, c) in [("m16n8k8", t8, &c8), ("m16n8k16", t16, &c16)] {
+    let mut first = None;
+    for v in stages {
+        let (time, c) = time_dgemm(device, dims, v, &a, &b)?;
         let (mut diff, mut norm) = (0.0, 0.0);
         for s in 0..512 {
             let (i, j) = (s * 7919 % n, s * 104_729 % n);
@@ -291,30 +304,32 @@ fn dgemm_bench(device: &Device, size: u32, k: u32) -> Result<(), Box<dyn std::er
         let err = (diff / norm).sqrt();
         ok &= err <= 1e-13;
         let ours = gemm_tflops((size, size, k), time);
+        let name = format!("dgemm ({v} stages)");
         println!(
-            "dgemm {depth} {shape}: {:.3} ms, {ours:.2} TFLOP/s; 512 sampled elements vs CPU f64: \
+            "{name} {shape}: {:.3} ms, {ours:.2} TFLOP/s; 512 sampled elements vs CPU f64: \
              normwise error {err:.2e}: {}",
             time.as_secs_f64() * 1e3,
             if err <= 1e-13 { "ok" } else { "MISMATCH" }
         );
-        results.push((depth, ours));
+        results.push((name, ours));
+        first.get_or_insert(c);
     }
     if device.is_gpu() {
-        match cublas_dgemm(&a, &b, &c8, (n, kk)) {
+        match cublas_dgemm(&a, &b, first.as_deref().unwrap_or_default(), (n, kk)) {
             Ok((cublas, difference)) => {
                 println!(
                     "cuBLAS fp64 (torch.mm float64) {shape}: {cublas:.2} TFLOP/s; normwise \
-                     difference of dgemm m16n8k8 from cuBLAS's product: {difference:.2e}"
+                     difference of dgemm from cuBLAS's product: {difference:.2e}"
                 );
-                for (depth, ours) in results {
-                    println!("dgemm {depth} / cuBLAS fp64 {shape} = {:.3}", ours / cublas);
+                for (i, (name, ours)) in results.into_iter().enumerate() {
+                    println!("{name} / cuBLAS fp64 {shape} = {:.3}", ours / cublas);
                     Ratio::print(
                         "tensor_bench",
-                        &format!("dgemm {depth} {shape}"),
+                        &format!("{name} {shape}"),
                         "cuBLAS fp64 (torch.mm float64)",
                         Measure::Speed,
                         ours / cublas,
-                        if depth == "m16n8k8" && k == size {
+                        if i == 0 && k == size {
                             Goal::AtLeast(0.9)
                         } else {
                             Goal::None

@@ -2,6 +2,7 @@
 //! accumulation, `f32` or `bf16` out.
 use super::gemm_tiles::{
     chunks_aligned, grouped_tile, stage_tile, stage_tile_inside, stages_in, unroll,
+    wait_all_groups_but,
 };
 use super::tensor::MatDims;
 use offload::half::bf16;
@@ -238,11 +239,7 @@ fn k_loop<const INSIDE: bool>(
     }
     let wait_oldest = || {
         // At most `stages - 2` groups pending: the oldest slice has landed.
-        match stages {
-            2 => wait_async_copies::<0>(),
-            3 => wait_async_copies::<1>(),
-            _ => wait_async_copies::<2>(),
-        }
+        wait_all_groups_but(stages - 2);
         sync_threads();
     };
     wait_oldest();
@@ -313,7 +310,7 @@ pub fn gemm_bf16<O: GemmOut>(
         "gemm_bf16: bias needs n elements"
     );
     let smem = dynamic_shared::<bf16>();
-    let stages = stages_in(smem, (BM + BN) * BK, "gemm_bf16");
+    let stages = stages_in(smem, (BM + BN) * BK, 4, "gemm_bf16");
     assert!(
         stages >= 2,
         "gemm_bf16: launch with dynamic shared memory for two stages at least"

@@ -125,19 +125,41 @@ pub(super) unsafe fn stage_tile<T: Copy, const THREADS: usize>(
     }
 }
 
-/// How many stages of `stage` elements fit in the launch's dynamic shared memory (at most 4).
+/// How many stages of `stage` elements fit in the launch's dynamic shared memory (at most
+/// `max`).
 ///
 /// # Panics
 /// If not even one fits (`kernel` names the caller).
 #[inline(always)]
 #[track_caller]
-pub(super) fn stages_in<T: Copy>(smem: SharedSlice<T>, stage: usize, kernel: &str) -> usize {
-    let stages = (smem.len() / stage).min(4);
+pub(super) fn stages_in<T: Copy>(
+    smem: SharedSlice<T>,
+    stage: usize,
+    max: usize,
+    kernel: &str,
+) -> usize {
+    let stages = (smem.len() / stage).min(max);
     assert!(
         stages >= 1,
         "{kernel}: launch with dynamic shared memory for one stage at least"
     );
     stages
+}
+
+/// Waits until at most `pending` (0 to 6) of this thread's committed copy groups are
+/// unfinished ([`wait_async_copies`] with a count known only at run time; more than 6 counts
+/// as 6).
+#[inline(always)]
+pub(super) fn wait_all_groups_but(pending: usize) {
+    match pending {
+        0 => wait_async_copies::<0>(),
+        1 => wait_async_copies::<1>(),
+        2 => wait_async_copies::<2>(),
+        3 => wait_async_copies::<3>(),
+        4 => wait_async_copies::<4>(),
+        5 => wait_async_copies::<5>(),
+        _ => wait_async_copies::<6>(),
+    }
 }
 
 /// The k loop over `slices` slices of one output tile, software-pipelined over `stages` (1..=4)
@@ -164,11 +186,7 @@ pub(super) fn pipelined(
             // This thread's copies of the slice to multiply have landed (the `ahead - 1` newer
             // groups may still be in flight); after the barrier, everyone's have, and nobody
             // still reads stage `write` (its slice was multiplied in the previous step).
-            match stages {
-                2 => wait_async_copies::<0>(),
-                3 => wait_async_copies::<1>(),
-                _ => wait_async_copies::<2>(),
-            }
+            wait_all_groups_but(stages - 2);
             sync_threads();
         }
         if step < slices {

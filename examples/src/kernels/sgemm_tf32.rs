@@ -47,7 +47,7 @@ pub fn sgemm_tf32x3(dims: MatDims, a: &[f32], b: &[f32], c: &mut [f32]) {
         "sgemm_tf32x3: launch blocks of SGEMM_TF32_THREADS threads"
     );
     let smem = dynamic_shared::<f32>();
-    let stages = stages_in(smem, STAGE_LEN, "sgemm_tf32x3");
+    let stages = stages_in(smem, STAGE_LEN, 4, "sgemm_tf32x3");
     let (am, bm) = (MatrixRef::new(a, m, k), MatrixRef::new(b, k, n));
     let mut cm = MatrixMut::new(&mut c, m, n, n);
     let aligned = chunks_aligned(&am) && chunks_aligned(&bm);
