@@ -31,11 +31,11 @@
 //! arrivals and copies before a `sync_threads` that precedes the waits).
 //!
 //! # Tensor maps in device memory
-//! The copy engine keeps the maps it has read in a cache of its own, which copies into device
-//! memory do not update: a map at an address where an earlier launch's map was could be read as
-//! that one (the likely cause of the wrong boxes and illegal-instruction failures an H200 showed
-//! before this fence). So every copy and store first fences its map for the engine (PTX
-//! `fence.proxy.tensormap::generic.acquire`).
+//! The copy engine reads maps through a proxy of its own, which PTX's memory model does not order
+//! with the copies that put them into device memory: without a proxy fence, a map at an address
+//! where an earlier launch's map was may be read as that one. So a kernel fences its maps for the engine once, at its start ([`acquire_maps`],
+//! PTX `fence.proxy.tensormap::generic.acquire`), in every thread that issues copies or stores;
+//! a fence before every copy would cost the copies much of their speed.
 //!
 //! # Architectures
 //! The instructions need sm_90 and PTX ISA 8.3 (the fence): offload-build makes sm_90a images
@@ -206,7 +206,8 @@ impl TransferBarrier {
 ///
 /// # Safety
 /// `map` was made for this device, describes memory that stays valid and unwritten during the
-/// launch, and has elements of `T`'s size; the destination, `box_bytes` from `dst_offset`, lies
+/// launch, has elements of `T`'s size, and the calling thread passed it to [`acquire_maps`] in
+/// this launch; the destination, `box_bytes` from `dst_offset`, lies
 /// inside `dst`, at a 128-byte boundary (1024 with the swizzle), and nobody reads or writes it
 /// until `barrier`'s phase that counts this copy has completed; that phase expects the bytes
 /// (`arrive_expect_bytes`).
@@ -230,6 +231,17 @@ pub unsafe fn copy_box_2d<T: Copy>(
     }
 }
 
+/// Fences `maps` for the copy engine (PTX `fence.proxy.tensormap::generic.acquire.gpu`), so that
+/// its reads of them see what the runtime copied there for this launch, not a map that an
+/// earlier launch had at the same address: each thread that issues [`copy_box_2d`] or
+/// [`store_box_2d`] calls this on their maps before its first (once per launch: it is not free).
+#[inline(always)]
+pub fn acquire_maps(maps: &[TensorMap]) {
+    for map in maps {
+        arch::acquire(map);
+    }
+}
+
 /// Makes the calling thread's earlier writes to shared memory visible to the copy engine (PTX
 /// `fence.proxy.async.shared::cta`): each thread that wrote a box calls it before the block
 /// barrier after which [`store_box_2d`] reads the box.
@@ -245,7 +257,8 @@ pub fn fence_shared_for_copies() {
 ///
 /// # Safety
 /// `map` was made for this device, describes memory that this launch may write and that nobody
-/// else reads or writes during the launch, and has elements of `T`'s size; the box,
+/// else reads or writes during the launch, has elements of `T`'s size, and the calling thread
+/// passed it to [`acquire_maps`] in this launch; the box,
 /// `box_bytes` from `src_offset`, lies inside `src` at a 128-byte boundary (1024 with the
 /// swizzle), laid out as [`copy_box_2d`] would write it; every thread that wrote it called
 /// [`fence_shared_for_copies`] and then met this one at a block barrier; nobody writes it until
@@ -356,13 +369,24 @@ mod arch {
         // SAFETY: the caller's contract.
         unsafe {
             core::arch::asm!(
-                "fence.proxy.tensormap::generic.acquire.gpu [{m}], 128;",
                 "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [{d}], [{m}, {{{c}, {r}}}], [{b}];",
                 d = in(reg32) shared_address(to),
                 m = in(reg64) map as *const TensorMap,
                 c = in(reg32) col,
                 r = in(reg32) row,
                 b = in(reg32) shared_address(barrier as *const u8),
+                options(nostack),
+            )
+        };
+    }
+
+    #[inline(always)]
+    pub(super) fn acquire(map: &TensorMap) {
+        // SAFETY: a fence on the map's 128 bytes, which the reference keeps valid.
+        unsafe {
+            core::arch::asm!(
+                "fence.proxy.tensormap::generic.acquire.gpu [{m}], 128;",
+                m = in(reg64) map as *const TensorMap,
                 options(nostack),
             )
         };
@@ -384,7 +408,6 @@ mod arch {
         // SAFETY: the caller's contract.
         unsafe {
             core::arch::asm!(
-                "fence.proxy.tensormap::generic.acquire.gpu [{m}], 128;",
                 "cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [{m}, {{{c}, {r}}}], [{s}];",
                 m = in(reg64) map as *const TensorMap,
                 c = in(reg32) col,
@@ -440,6 +463,9 @@ mod arch {
         panic!("{}", MISSING)
     }
     pub(super) unsafe fn copy_2d(_: *mut u8, _: &TensorMap, _: (i32, i32), _: *mut u64, _: usize) {
+        panic!("{}", MISSING)
+    }
+    pub(super) fn acquire(_: &TensorMap) {
         panic!("{}", MISSING)
     }
     pub(super) fn fence_async() {
@@ -572,6 +598,7 @@ mod arch {
         unsafe { *barrier = step(*barrier, false, -(moved as i64)) };
     }
 
+    pub(super) fn acquire(_: &TensorMap) {}
     pub(super) fn fence_async() {}
 
     pub(super) unsafe fn store_2d(

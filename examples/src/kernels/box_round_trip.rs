@@ -3,8 +3,8 @@
 //! backend and the GPU.
 use offload::prelude::*;
 use offload::tensor_copy::{
-    commit_stores, copy_box_2d, fence_shared_for_copies, store_box_2d, wait_stores_read,
-    TensorMap, TransferBarrier,
+    acquire_maps, commit_stores, copy_box_2d, fence_shared_for_copies, store_box_2d,
+    wait_stores_read, TensorMap, TransferBarrier,
 };
 
 /// The box's bytes at most (the maps' `box_bytes`).
@@ -34,9 +34,14 @@ pub unsafe fn box_round_trip(
         maps.len() >= 2 && box_bytes as usize <= ROUND_TRIP_BOX_BYTES && !dst.is_empty(),
         "box_round_trip: two maps, a box that fits, a destination"
     );
+    // Every thread: whichever issues copies has fenced the maps before.
+    acquire_maps(maps);
     let smem = dynamic_shared::<u16>();
     let pad = (1024 - smem.as_ptr() as usize % 1024) % 1024 / 2;
-    let barrier = TransferBarrier::at(dynamic_shared::<u64>(), (pad * 2 + ROUND_TRIP_BOX_BYTES) / 8);
+    let barrier = TransferBarrier::at(
+        dynamic_shared::<u64>(),
+        (pad * 2 + ROUND_TRIP_BOX_BYTES) / 8,
+    );
     let first = thread_idx().x == 0 && thread_idx().y == 0 && thread_idx().z == 0;
     if first {
         // SAFETY: nobody uses the barrier before the barrier below.

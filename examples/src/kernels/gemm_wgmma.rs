@@ -17,8 +17,8 @@ use offload::math::to_bf16;
 use offload::mma::wgmma::{self, Acc64x256, SwizzledTile, SWIZZLE_ALIGN, SWIZZLE_ROW};
 use offload::prelude::*;
 use offload::tensor_copy::{
-    commit_stores, copy_box_2d, fence_shared_for_copies, store_box_2d, wait_stores_read,
-    TensorMap, TiledLayout, TransferBarrier,
+    acquire_maps, commit_stores, copy_box_2d, fence_shared_for_copies, store_box_2d,
+    wait_stores_read, TensorMap, TiledLayout, TransferBarrier,
 };
 
 /// Output tile of one block: rows (of A), columns (rows of W).
@@ -96,8 +96,16 @@ pub unsafe fn gemm_bf16_wgmma(
         block_dim().count() == GEMM_WGMMA_THREADS as u64,
         "gemm_bf16_wgmma: launch blocks of GEMM_WGMMA_THREADS threads"
     );
-    assert!(maps.len() >= 3, "gemm_bf16_wgmma: three tensor maps (A, W, out)");
-    assert!(out.len() >= m * n, "gemm_bf16_wgmma: out needs m * n elements");
+    assert!(
+        maps.len() >= 3,
+        "gemm_bf16_wgmma: three tensor maps (A, W, out)"
+    );
+    // Every thread: whichever issues copies has fenced the maps before.
+    acquire_maps(maps);
+    assert!(
+        out.len() >= m * n,
+        "gemm_bf16_wgmma: out needs m * n elements"
+    );
     assert!(
         bias.is_empty() || bias.len() >= n,
         "gemm_bf16_wgmma: bias needs n elements"

@@ -17,7 +17,7 @@
 //! points, which are copies, would read them.
 use super::stencils::Params3;
 use offload::prelude::*;
-use offload::tensor_copy::{copy_box_2d, TensorMap, TiledLayout, TransferBarrier};
+use offload::tensor_copy::{acquire_maps, copy_box_2d, TensorMap, TiledLayout, TransferBarrier};
 
 /// Points of halo left and right of a tile in a box: one 16-byte chunk of `f32`.
 const HALO_X: usize = 4;
@@ -164,7 +164,7 @@ pub unsafe fn stencil7_tma<const TX: usize, const TY: usize, const CPT: usize>(
     let (tiles, items) = (tiles as u32, items as u32);
     let out = output.as_mut_ptr();
     assert!(
-        out as usize % 16 == 0,
+        (out as usize).is_multiple_of(16),
         "stencil7_tma: output must be 16-byte aligned"
     );
     let smem = dynamic_shared::<f32>();
@@ -177,6 +177,8 @@ pub unsafe fn stencil7_tma<const TX: usize, const TY: usize, const CPT: usize>(
     let slots = dynamic_shared::<u64>();
     let barrier = |s: u32| TransferBarrier::at(slots, (first_barrier + s) as usize);
     let slot_at = |s: u32| pad + s * slot;
+    // Every thread: whichever issues copies has fenced the maps before.
+    acquire_maps(maps);
 
     let (first, step) = (block_idx().x, grid_dim().x);
     let item = |w: u32| {
@@ -241,10 +243,13 @@ pub unsafe fn stencil7_tma<const TX: usize, const TY: usize, const CPT: usize>(
 
     // The 4 points at element `at` of a slot's box (a multiple of 4: slots and box rows are
     // whole chunks), and the point at `at`.
-    // SAFETY (both): the box lies in `smem` (checked above), 16-byte aligned; its copy has
-    // landed (its barrier was waited for) and is not refilled before the barrier that follows
-    // its last reads.
-    let quad = |at: u32| unsafe { (smem.as_ptr().add(at as usize) as *const Quad).read().0 };
+    let quad = |at: u32| {
+        // SAFETY: the box lies in `smem` (checked above), 16-byte aligned; its copy has landed
+        // (its barrier was waited for) and is not refilled before the barrier that follows its
+        // last reads.
+        unsafe { (smem.as_ptr().add(at as usize) as *const Quad).read().0 }
+    };
+    // SAFETY: as for `quad`.
     let point = |at: u32| unsafe { smem.as_ptr().add(at as usize).read() };
     let mut wait = RingPos { slot: 0, phase: 0 };
     let mut consumed = 0u32;

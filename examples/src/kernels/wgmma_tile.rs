@@ -6,7 +6,7 @@ use offload::half::bf16;
 use offload::mma::wgmma::{self, Acc64x256, SwizzledTile, SWIZZLE_ALIGN, SWIZZLE_ROW};
 use offload::mma::MatrixMut;
 use offload::prelude::*;
-use offload::tensor_copy::{copy_box_2d, TensorMap, TransferBarrier};
+use offload::tensor_copy::{acquire_maps, copy_box_2d, TensorMap, TransferBarrier};
 
 /// Rows of A and of W a launch multiplies (their boxes).
 pub const TILE_A_ROWS: usize = 64;
@@ -32,6 +32,8 @@ pub unsafe fn wgmma_tile_product(k: u32, maps: &[TensorMap], out: &mut [f32]) {
         maps.len() >= 2,
         "wgmma_tile_product: two tensor maps (A, W)"
     );
+    // Every thread: whichever issues copies has fenced the maps before.
+    acquire_maps(maps);
     let smem = dynamic_shared::<bf16>();
     let pad = (SWIZZLE_ALIGN - smem.as_ptr() as usize % SWIZZLE_ALIGN) % SWIZZLE_ALIGN / 2;
     let w_at = pad + TILE_A_ROWS * SWIZZLE_ROW;
