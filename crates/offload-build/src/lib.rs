@@ -1243,20 +1243,18 @@ mod tests {
         assert_eq!(tail("a", 5), "a");
     }
 
+    /// The device flags for `arch` with the linker `/g/link`, the package at `/p` and no sysroot.
+    fn flags(arch: &str, panic_reporting: bool, fma: bool, fast: bool) -> String {
+        let (linker, package) = (Path::new("/g/link"), Path::new("/p"));
+        device_rustflags(arch, linker, package, panic_reporting, fma, fast, None)
+    }
+
     #[test]
     fn panic_reporting_off_is_a_cfg_of_the_device_build() {
-        let flags = |on| {
-            device_rustflags(
-                "sm_90",
-                Path::new("/g/link"),
-                Path::new("/p"),
-                on,
-                false,
-                false,
-                None,
-            )
-        };
-        let on: Vec<String> = flags(true).split('\x1f').map(String::from).collect();
+        let on: Vec<String> = flags("sm_90", true, false, false)
+            .split('\x1f')
+            .map(String::from)
+            .collect();
         assert_eq!(
             on,
             [
@@ -1265,7 +1263,7 @@ mod tests {
                 "--remap-path-prefix=/p/="
             ]
         );
-        let off = flags(false);
+        let off = flags("sm_90", false, false, false);
         assert!(
             off.ends_with("\x1f--cfg\x1foffload_panic_reporting_off"),
             "{off:?}"
@@ -1284,55 +1282,24 @@ mod tests {
 
     #[test]
     fn sm_90a_images_are_ptx_8_3() {
-        let flags = |arch| {
-            device_rustflags(
-                arch,
-                Path::new("/l"),
-                Path::new("/p"),
-                true,
-                false,
-                false,
-                None,
-            )
-        };
-        assert!(flags("sm_90a")
+        let ptx83 = |arch| flags(arch, true, false, false).contains("ptx83");
+        assert!(flags("sm_90a", true, false, false)
             .split('\x1f')
             .any(|f| f == "-Ctarget-feature=+ptx83"));
-        assert!(!flags("sm_90").contains("ptx83"));
-        assert!(!flags("sm_80").contains("ptx83"));
+        assert!(!ptx83("sm_90"));
+        assert!(!ptx83("sm_80"));
     }
 
     #[test]
     fn fma_contraction_is_a_link_argument() {
-        let flags = |fma| {
-            device_rustflags(
-                "sm_90",
-                Path::new("/g/link"),
-                Path::new("/p"),
-                true,
-                fma,
-                false,
-                None,
-            )
-        };
-        assert!(!flags(false).contains("fma"));
-        assert!(flags(true).ends_with("\x1f-Clink-arg=--fma-contraction"));
+        assert!(!flags("sm_90", true, false, false).contains("fma"));
+        assert!(flags("sm_90", true, true, false).ends_with("\x1f-Clink-arg=--fma-contraction"));
     }
 
     #[test]
     fn fast_math_is_a_cfg_and_a_link_argument() {
-        let flags = |fast| {
-            device_rustflags(
-                "sm_90",
-                Path::new("/g/link"),
-                Path::new("/p"),
-                true,
-                false,
-                fast,
-                None,
-            )
-        };
-        assert!(!flags(false).contains("fast"));
-        assert!(flags(true).ends_with("\x1f--cfg\x1foffload_fast_math\x1f-Clink-arg=--fast-math"));
+        assert!(!flags("sm_90", true, false, false).contains("fast"));
+        assert!(flags("sm_90", true, false, true)
+            .ends_with("\x1f--cfg\x1foffload_fast_math\x1f-Clink-arg=--fast-math"));
     }
 }

@@ -25,17 +25,17 @@
 //!
 //! # Host backend
 //! A copy happens at once and counts its bytes at once; so does a store (waits and fences have
-//! nothing to do). The block's threads run one at a time,
-//! so a wait cannot block: waiting for a phase that has not completed fails the launch with a
+//! nothing to do). The block's threads run one at a time, so a wait cannot block: waiting for a phase that has not completed fails the launch with a
 //! message (on the GPU that wait would have to be ended by a thread that runs later; arrange
 //! arrivals and copies before a `sync_threads` that precedes the waits).
 //!
 //! # Tensor maps in device memory
 //! The copy engine reads maps through a proxy of its own, which PTX's memory model does not order
 //! with the copies that put them into device memory: without a proxy fence, a map at an address
-//! where an earlier launch's map was may be read as that one. So a kernel fences its maps for the engine once, at its start ([`acquire_maps`],
-//! PTX `fence.proxy.tensormap::generic.acquire`), in every thread that issues copies or stores;
-//! a fence before every copy would cost the copies much of their speed.
+//! where an earlier launch's map was may be read as that one. So a kernel fences its maps for
+//! the engine once, at its start ([`acquire_maps`], PTX
+//! `fence.proxy.tensormap::generic.acquire`), in every thread that issues copies or stores; a
+//! fence before every copy would cost the copies much of their speed.
 //!
 //! # Architectures
 //! The instructions need sm_90 and PTX ISA 8.3 (the fence): offload-build makes sm_90a images
@@ -207,10 +207,9 @@ impl TransferBarrier {
 /// # Safety
 /// `map` was made for this device, describes memory that stays valid and unwritten during the
 /// launch, has elements of `T`'s size, and the calling thread passed it to [`acquire_maps`] in
-/// this launch; the destination, `box_bytes` from `dst_offset`, lies
-/// inside `dst`, at a 128-byte boundary (1024 with the swizzle), and nobody reads or writes it
-/// until `barrier`'s phase that counts this copy has completed; that phase expects the bytes
-/// (`arrive_expect_bytes`).
+/// this launch; the destination, `box_bytes` from `dst_offset`, lies inside `dst`, at a 128-byte
+/// boundary (1024 with the swizzle), and nobody reads or writes it until `barrier`'s phase that
+/// counts this copy has completed; that phase expects the bytes (`arrive_expect_bytes`).
 #[inline(always)]
 pub unsafe fn copy_box_2d<T: Copy>(
     dst: SharedSlice<T>,
@@ -258,13 +257,13 @@ pub fn fence_shared_for_copies() {
 /// # Safety
 /// `map` was made for this device, describes memory that this launch may write and that nobody
 /// else reads or writes during the launch, has elements of `T`'s size, and the calling thread
-/// passed it to [`acquire_maps`] in this launch; the box,
-/// `box_bytes` from `src_offset`, lies inside `src` at a 128-byte boundary (1024 with the
-/// swizzle), laid out as [`copy_box_2d`] would write it; every thread that wrote it called
-/// [`fence_shared_for_copies`] and then met this one at a block barrier; nobody writes it until
-/// this thread has returned from a [`wait_stores_read`] that covers the store, and the block does
-/// not exit before this thread has returned from `wait_stores_read::<0>()`. Stores whose boxes
-/// overlap in the matrix land in no defined order.
+/// passed it to [`acquire_maps`] in this launch; the box, `box_bytes` from `src_offset`, lies
+/// inside `src` at a 128-byte boundary (1024 with the swizzle), laid out as [`copy_box_2d`]
+/// would write it; every thread that wrote it called [`fence_shared_for_copies`] and then met
+/// this one at a block barrier; nobody writes it until this thread has returned from a
+/// [`wait_stores_read`] that covers the store, and the block does not exit before this thread
+/// has returned from `wait_stores_read::<0>()`. Stores whose boxes overlap in the matrix land in
+/// no defined order.
 #[inline(always)]
 pub unsafe fn store_box_2d<T: Copy>(
     src: SharedSlice<T>,

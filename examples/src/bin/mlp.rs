@@ -66,7 +66,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     println!(
         "forward pass (two launches of {}, kernel time, best of 5): {:.3} ms, {:.1} TFLOP/s \
          (best pass: up projection with GELU {:.3} ms, down projection {:.3} ms)",
-        if wgmma { "gemm_bf16_wgmma" } else { "gemm_bf16" },
+        if wgmma {
+            "gemm_bf16_wgmma"
+        } else {
+            "gemm_bf16"
+        },
         best.as_secs_f64() * 1e3,
         flop / best.as_secs_f64() / 1e12,
         up_time.as_secs_f64() * 1e3,

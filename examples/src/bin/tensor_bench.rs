@@ -452,9 +452,7 @@ fn gemm_wgmma_on(
         best_kernel_time(REPEATS, || {
             // SAFETY: the maps (copied to the device by the launch) describe `a`, `w` and `out`
             // on this device, mapped for the whole region.
-            unsafe {
-                gemm_bf16_wgmma::launch(launch, dims, ACT_NONE, &maps, &[], &mut out)
-            }
+            unsafe { gemm_bf16_wgmma::launch(launch, dims, ACT_NONE, &maps, &[], &mut out) }
         })
     })?;
     let worst = (0..512)

@@ -13,8 +13,9 @@ pub const ROUND_TRIP_BOX_BYTES: usize = 4096;
 pub const ROUND_TRIP_SHARED_BYTES: u32 = (ROUND_TRIP_BOX_BYTES + 1024 + 8) as u32;
 
 /// Copies the box of `maps[0]` at column `from_col`, row `from_row` into shared memory and stores
-/// it into `maps[1]`'s matrix at `to_col`, `to_row`; `dst` is that matrix, taken for the launch to map. Both maps have
-/// `u16` elements and the same box (at most [`ROUND_TRIP_BOX_BYTES`]), swizzled or not alike.
+/// it into `maps[1]`'s matrix at `to_col`, `to_row`; `dst` is that matrix, taken for the launch
+/// to map. Both maps have `u16` elements and the same box (at most [`ROUND_TRIP_BOX_BYTES`]),
+/// swizzled or not alike.
 /// Launch: one block (any size) with [`ROUND_TRIP_SHARED_BYTES`].
 ///
 /// # Safety

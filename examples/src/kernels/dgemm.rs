@@ -203,7 +203,8 @@ unsafe fn stage_slice<const INSIDE: bool>(
 /// `stages` slices are copied ahead (one commit group per slice, empty past the end, so that the
 /// waits count right). At the last step of a slice the block waits for the next slice and meets;
 /// past that barrier nobody reads the slice's stage any more, and it is refilled with the slice
-/// `stages` ahead (2 stages at least). Ends with a barrier (the stages may be refilled); with `k = 0` nothing is staged.
+/// `stages` ahead (2 stages at least). Ends with a barrier (the stages may be refilled); with
+/// `k = 0` nothing is staged.
 #[inline(always)]
 fn k_loop<const INSIDE: bool>(
     smem: SharedSlice<f64>,
@@ -223,8 +224,9 @@ fn k_loop<const INSIDE: bool>(
     // Every `stage_slice` below: the stage is read only after the wait and barrier that follow
     // the copy, and refilled only after a barrier that every reader of it has passed; it is
     // below `stages`; the caller passes `INSIDE` only if it holds. (Calls, not a closure: each
-    // must be inlined.) Every operand load: the stage it reads has landed (a wait and barrier since) and is refilled only after the
-    // barrier that follows the last load from it; the whole warp runs this code.
+    // must be inlined.) Every operand load: the stage it reads has landed (a wait and barrier
+    // since) and is refilled only after the barrier that follows the last load from it; the
+    // whole warp runs this code.
     let next = |s: usize| if s + 1 == stages { 0 } else { s + 1 };
     for s in 0..stages {
         if s < slices {
@@ -267,8 +269,9 @@ fn k_loop<const INSIDE: bool>(
             fa = fa_next;
             if step + 1 == STEPS {
                 if slice + stages < slices {
+                    let at = (s, slice + stages, pad);
                     // SAFETY: see above.
-                    unsafe { stage_slice::<INSIDE>(smem, (s, slice + stages, pad), (a, b), (row0, col0), aligned) };
+                    unsafe { stage_slice::<INSIDE>(smem, at, (a, b), (row0, col0), aligned) };
                 }
                 commit_async_copies();
             }

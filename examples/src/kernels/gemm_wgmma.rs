@@ -100,8 +100,6 @@ pub unsafe fn gemm_bf16_wgmma(
         maps.len() >= 3,
         "gemm_bf16_wgmma: three tensor maps (A, W, out)"
     );
-    // Every thread: whichever issues copies has fenced the maps before.
-    acquire_maps(maps);
     assert!(
         out.len() >= m * n,
         "gemm_bf16_wgmma: out needs m * n elements"
@@ -110,6 +108,8 @@ pub unsafe fn gemm_bf16_wgmma(
         bias.is_empty() || bias.len() >= n,
         "gemm_bf16_wgmma: bias needs n elements"
     );
+    // Every thread: whichever issues copies has fenced the maps before.
+    acquire_maps(maps);
     let smem = dynamic_shared::<bf16>();
     assert!(
         smem.len() * 2 >= GEMM_WGMMA_SHARED_BYTES as usize,

@@ -122,7 +122,7 @@ impl Item {
 /// Launch: blocks of `stencil_tma_threads(TX, TY, CPT)` threads with
 /// `stencil_tma_shared_bytes(TX, TY, march.ring)` of dynamic shared memory, any number of blocks
 /// (`stencil_tma_items` gives one item each). Needs an image with bulk tensor copies (sm_90a, or
-/// sm_90 with PTX 8.0): elsewhere the launch fails (see `tensor_copy`).
+/// sm_90 with PTX 8.3): elsewhere the launch fails (see `tensor_copy`).
 ///
 /// # Safety
 /// `maps[0]` describes `input`'s memory on the launch's device with that layout.
@@ -193,18 +193,18 @@ pub unsafe fn stencil7_tma<const TX: usize, const TY: usize, const CPT: usize>(
     let thread = thread_idx().x;
 
     // Thread 0's cursor over the stream: the next load's item, its place in the item, and its
-    // slot; `issued` loads so far.
+    // slot (its phase is the waiters'); `issued` loads so far.
     let mut next_w = first;
     let mut next_item = item(first);
     let mut next_j = 0u32;
-    let mut next_slot = 0u32;
+    let mut next_slot = RingPos { slot: 0, phase: 0 };
     let mut issued = 0u32;
     let box_bytes = stencil_tma_layout(grid, TX, TY).box_bytes();
     // Loads the stream's planes until `ring` are unreleased (thread 0 only); `released`: the
     // loads whose slots nobody reads any more.
     let mut fill = |released: u32| {
         while next_w < items && issued < released + ring {
-            let bar = barrier(next_slot);
+            let bar = barrier(next_slot.slot);
             bar.arrive_expect_bytes(box_bytes);
             let (it, j) = (next_item, next_j);
             let plane = (it.za + j) as i32 - 1;
@@ -215,13 +215,9 @@ pub unsafe fn stencil7_tma<const TX: usize, const TY: usize, const CPT: usize>(
             // SAFETY: the caller's contract for the map; the slot lies in `smem` at a 128-byte
             // boundary (`pad`), and its last readers passed the barrier before this call
             // (`released` counts only slots that every thread is done with).
-            unsafe { copy_box_2d(smem, slot_at(next_slot) as usize, &maps[0], at, &bar) };
+            unsafe { copy_box_2d(smem, slot_at(next_slot.slot) as usize, &maps[0], at, &bar) };
             issued += 1;
-            next_slot = if next_slot + 1 == ring {
-                0
-            } else {
-                next_slot + 1
-            };
+            next_slot.advance(ring);
             next_j += 1;
             if next_j == it.loads() {
                 next_j = 0;
