@@ -95,6 +95,13 @@ mod device {
     #[no_mangle]
     pub static mut OFFLOAD_PANIC_FLAG_PTR: *mut u32 = core::ptr::null_mut();
 
+    /// Whether a thread of the running launch has panicked (claimed the record).
+    pub fn launch_panicked() -> bool {
+        // SAFETY: the flag is only accessed atomically (see `record_panic`).
+        let flag = unsafe { AtomicU32::from_ptr(addr_of_mut!(OFFLOAD_PANIC_RECORD.flag)) };
+        flag.load(Ordering::Relaxed) != 0
+    }
+
     /// The device panic handler's body: record the first panic of the launch, end this thread.
     pub fn record_panic(info: &core::panic::PanicInfo<'_>) -> ! {
         // SAFETY: the record's fields are written only by the thread that won the flag, and read
@@ -145,6 +152,11 @@ mod device {
     pub fn record_panic(_: &core::panic::PanicInfo<'_>) -> ! {
         super::end_thread()
     }
+
+    /// Nothing records a panic in these images.
+    pub fn launch_panicked() -> bool {
+        false
+    }
 }
 
 /// Ends the calling GPU thread: the work-item returns from the kernel (the device pass turns the
@@ -171,6 +183,11 @@ fn end_thread() -> ! {
     core::arch::amdgpu::endpgm()
 }
 
+/// Whether a thread of the running launch has panicked: a thread that spins until another has
+/// done something (a transfer barrier's phase) stops waiting then, as the thread it waits for
+/// may be the one that ended. Always false in images built with panic reporting off.
+#[cfg(any(target_arch = "nvptx64", target_arch = "amdgpu"))]
+pub(crate) use device::launch_panicked;
 #[cfg(any(target_arch = "nvptx64", target_arch = "amdgpu"))]
 pub use device::record_panic;
 

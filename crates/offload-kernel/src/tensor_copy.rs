@@ -189,7 +189,9 @@ impl TransferBarrier {
         unsafe { arch::arrive_expect(self.at, bytes) }
     }
 
-    /// Waits until the phase of parity `phase` (0 or 1) has completed.
+    /// Waits until the phase of parity `phase` (0 or 1) has completed. On a GPU, a wait that
+    /// finds a panic recorded in the launch returns at once instead (the copy it waits for may
+    /// have been the panicking thread's), so the launch fails rather than hangs.
     ///
     /// # Panics
     /// On the host backend, if that phase has not completed (see the module docs).
@@ -204,6 +206,10 @@ impl TransferBarrier {
 /// (either may be negative or past the end: elements outside the matrix arrive as zeros), into
 /// `dst` from element `dst_offset`, counting its bytes (`map`'s box bytes) on `barrier`.
 ///
+/// # Panics
+/// If `col` is off a 16-byte boundary of the row (`col` times `T`'s size is no multiple of 16):
+/// the copy engine of an H200 stops the kernel with an illegal instruction there.
+///
 /// # Safety
 /// `map` was made for this device, describes memory that stays valid and unwritten during the
 /// launch, has elements of `T`'s size, and the calling thread passed it to [`acquire_maps`] in
@@ -211,6 +217,7 @@ impl TransferBarrier {
 /// boundary (1024 with the swizzle), and nobody reads or writes it until `barrier`'s phase that
 /// counts this copy has completed; that phase expects the bytes (`arrive_expect_bytes`).
 #[inline(always)]
+#[track_caller]
 pub unsafe fn copy_box_2d<T: Copy>(
     dst: SharedSlice<T>,
     dst_offset: usize,
@@ -218,6 +225,7 @@ pub unsafe fn copy_box_2d<T: Copy>(
     (col, row): (i32, i32),
     barrier: &TransferBarrier,
 ) {
+    box_column_checked::<T>(col, "copy_box_2d");
     // SAFETY: the caller's contract.
     unsafe {
         arch::copy_2d(
@@ -254,6 +262,9 @@ pub fn fence_shared_for_copies() {
 /// outside the matrix are not written). The store joins the calling thread's open group of
 /// stores ([`commit_stores`] closes it).
 ///
+/// # Panics
+/// As [`copy_box_2d`], if `col` is off a 16-byte boundary of the row.
+///
 /// # Safety
 /// `map` was made for this device, describes memory that this launch may write and that nobody
 /// else reads or writes during the launch, has elements of `T`'s size, and the calling thread
@@ -265,12 +276,14 @@ pub fn fence_shared_for_copies() {
 /// has returned from `wait_stores_read::<0>()`. Stores whose boxes overlap in the matrix land in
 /// no defined order.
 #[inline(always)]
+#[track_caller]
 pub unsafe fn store_box_2d<T: Copy>(
     src: SharedSlice<T>,
     src_offset: usize,
     map: &TensorMap,
     (col, row): (i32, i32),
 ) {
+    box_column_checked::<T>(col, "store_box_2d");
     // SAFETY: the caller's contract.
     unsafe {
         arch::store_2d(
@@ -280,6 +293,20 @@ pub unsafe fn store_box_2d<T: Copy>(
             core::mem::size_of::<T>(),
         )
     }
+}
+
+/// Panics (in `what`) unless the box's first column, `col` elements of `T`, lies at a 16-byte
+/// boundary of its row, as the copy engine's chunks do. On the H200 a box off that boundary
+/// stops the kernel with an illegal instruction, which leaves the context unusable; the host
+/// backend refuses it alike.
+#[inline(always)]
+#[track_caller]
+fn box_column_checked<T>(col: i32, what: &str) {
+    let byte = col.wrapping_mul(core::mem::size_of::<T>() as i32);
+    assert!(
+        byte & 15 == 0,
+        "{what}: the box's first column must lie at a 16-byte boundary of the row"
+    );
 }
 
 /// Closes the calling thread's open group of [`store_box_2d`] stores (PTX
@@ -351,7 +378,12 @@ mod arch {
                     options(nostack),
                 )
             };
-            if done != 0 {
+            // The copy this waits for will not come if the thread that was to issue it
+            // panicked (and ended): stop waiting then, rather than spin until the launch is
+            // killed. The launch has failed, and nothing it computes reaches the caller. Not
+            // an end of the thread here: an exit on this path makes ptxas serialize the
+            // warpgroup MMAs of a kernel that waits between them.
+            if done != 0 || crate::panic_record::launch_panicked() {
                 break;
             }
         }

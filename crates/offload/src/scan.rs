@@ -104,7 +104,9 @@ mod host {
             self.inclusive
         }
 
-        /// Threads per block (1 to 1024, at most 16 KiB of elements: `offload::scan::max_threads`).
+        /// Threads per block (1 to 1024, at most 16 KiB of elements: `offload::scan::max_threads`),
+        /// and no more than the kernel's registers allow on the device: a launch past that fails
+        /// with `Error::InvalidLaunch`, which names the limit.
         pub fn block(self, threads: u32) -> Self {
             Scan {
                 block: Some(threads),
@@ -146,7 +148,12 @@ mod host {
                     })
                 }
                 Some(tile) => tile,
-                None => chunk * len.div_ceil(chunk * DEFAULT_MAX_TILES).max(DEFAULT_TILE_CHUNKS),
+                None => {
+                    chunk
+                        * len
+                            .div_ceil(chunk * DEFAULT_MAX_TILES)
+                            .max(DEFAULT_TILE_CHUNKS)
+                }
             };
             Ok((block, tile))
         }

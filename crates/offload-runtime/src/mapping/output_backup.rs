@@ -261,19 +261,33 @@ mod tests {
     mod on_the_host {
         use super::*;
         use crate::plugins::host::{HostBackend, THREADS_PER_TASK};
-        use crate::plugins::{Backend, Code, HostThreads, PackedArgs, Shape};
+        use crate::plugins::{Backend, Code, HostThread, HostThreads, PackedArgs, Shape};
         use crate::{Error, Result};
         use offload_kernel::host_context::ThreadRange;
         use offload_kernel::{Dim3, ThreadSlice};
         use std::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
+        use std::sync::{Mutex, PoisonError};
 
         /// The output of `ranges_over_output`'s kernels, and its length.
         static OUTPUT: AtomicPtr<u32> = AtomicPtr::new(std::ptr::null_mut());
         static OUTPUT_LEN: AtomicUsize = AtomicUsize::new(0);
+        /// Held through a launch over `OUTPUT`: the tests run at the same time.
+        static OUTPUT_IN_USE: Mutex<()> = Mutex::new(());
 
         /// Launches `threads` over a fresh output of 2 elements per thread (as `launch` from the
         /// layer above: restartable, the output in `OutputBackups`); the result and the output.
         fn ranges_over_output(threads: HostThreads) -> (Result<()>, Vec<u32>, Vec<u32>) {
+            unsafe fn one_thread(_: &PackedArgs) {}
+            ranges_over_output_on_scheduler_with(threads, one_thread)
+        }
+
+        /// As `ranges_over_output`, with `thread` the one-thread build that the block scheduler
+        /// runs.
+        fn ranges_over_output_on_scheduler_with(
+            threads: HostThreads,
+            thread: HostThread,
+        ) -> (Result<()>, Vec<u32>, Vec<u32>) {
+            let _in_use = OUTPUT_IN_USE.lock().unwrap_or_else(PoisonError::into_inner);
             // Ten tasks.
             let (grid, block) = (
                 Dim3::new(10, 1, 1),
@@ -284,11 +298,10 @@ mod tests {
             OUTPUT.store(out.as_mut_ptr(), Ordering::Relaxed);
             OUTPUT_LEN.store(out.len(), Ordering::Relaxed);
             let host = HostBackend::new();
-            unsafe fn one_thread(_: &PackedArgs) {}
             let image = host
                 .load_image(&Code::Host {
                     name: "ranges",
-                    thread: one_thread,
+                    thread,
                     threads: Some(threads),
                     independent: true,
                 })
@@ -366,6 +379,38 @@ mod tests {
             let (ran, out, _) = ranges_over_output(succeeds);
             ran.unwrap();
             assert!(out.iter().all(|&e| e == 7));
+        }
+
+        /// A kernel whose image calls it independent (as a stub's PTX would, one that left the
+        /// body out) but whose threads meet at a barrier: the launch leaves the plain calls,
+        /// puts the output back and runs on the block scheduler.
+        #[test]
+        fn a_barrier_in_a_kernel_said_independent_moves_the_launch_to_the_scheduler() {
+            fn fill_then_sync() {
+                let (ptr, len) = (
+                    OUTPUT.load(Ordering::Relaxed),
+                    OUTPUT_LEN.load(Ordering::Relaxed),
+                );
+                // SAFETY: the output of `ranges_over_output`, borrowed for the launch.
+                let mut out = unsafe { ThreadSlice::from_raw_parts(ptr, len) };
+                out.iter_mine().for_each(|(_, e)| *e += 1);
+                offload_kernel::sync_threads();
+            }
+            unsafe fn thread(_: &PackedArgs) {
+                fill_then_sync();
+            }
+            unsafe fn threads(_: &PackedArgs, range: ThreadRange) {
+                offload_kernel::host_context::run_threads(range, true, fill_then_sync);
+            }
+            let (ran, out, before) = ranges_over_output_on_scheduler_with(threads, thread);
+            ran.unwrap();
+            // Once each: what the plain calls had added was put back first.
+            let diff: Vec<i64> = out
+                .iter()
+                .zip(&before)
+                .map(|(&e, &b)| e as i64 - b as i64)
+                .collect();
+            assert!(diff.iter().all(|&d| d == 1), "{diff:?}");
         }
     }
 }

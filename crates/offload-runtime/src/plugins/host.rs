@@ -198,7 +198,7 @@ impl HostBackend {
     /// if the kernel reads per-thread ids, or reaches an output without naming its elements. A
     /// kernel not known to never wait (no PTX says so) runs as plain calls too where `outputs`
     /// can put everything back, and on the scheduler once a thread reaches a barrier, a warp
-    /// operation or shared memory.
+    /// operation or shared memory; so does one whose PTX was wrong about it.
     ///
     /// # Safety
     /// As [`Backend::launch`].
@@ -218,12 +218,14 @@ impl HostBackend {
         })?;
         // Plain calls where they are known to fit, or where a launch that finds they do not
         // (a thread reaching a barrier, a warp operation or shared memory) can be put back and
-        // run again on the scheduler.
+        // run again on the scheduler. "Known" from the PTX is a guess too: an image that left a
+        // kernel's body out (a stub that panics, for a GPU that lacks its instructions) shows no
+        // barrier, so a kernel found to need the block model leaves the plain calls for good.
         let plain = entry.threads.filter(|_| {
-            entry.independent
-                || (outputs.is_some() && !entry.needs_block_model.load(Ordering::Relaxed))
+            !entry.needs_block_model.load(Ordering::Relaxed)
+                && (entry.independent || outputs.is_some())
         });
-        if let (Some(_), false, Some(saved)) = (plain, entry.independent, outputs) {
+        if let (Some(_), Some(saved)) = (plain, outputs) {
             // SAFETY: the caller keeps the contract.
             let ran = unsafe { self.run_ways(&entry, plain, shape, warp_size, args, saved) };
             let Err(e) = ran else { return Ok(()) };
@@ -388,6 +390,14 @@ impl HostBackend {
                 .downcast_ref::<&str>()
                 .map(|s| s.to_string())
                 .or_else(|| payload.downcast_ref::<String>().cloned())
+                .or_else(|| {
+                    payload.is::<NeedsBlockModel>().then(|| {
+                        "a thread reached a barrier, a warp operation or shared memory while the \
+                         threads ran as plain calls, and this launch cannot put its outputs back \
+                         to run again on the block scheduler (later launches start there)"
+                            .to_string()
+                    })
+                })
                 .unwrap_or_else(|| "panic with a non-string payload".to_string());
             self.driver_error("running the kernel", format!("panicked: {message}"))
         })
