@@ -1,5 +1,10 @@
-include!("kernels_build.rs");
-
+// The device pass of offload-examples' kernels module.
 fn main() {
-    example_kernels("src/kernels.rs").build();
+    offload_build::Kernels::new("src/kernels.rs")
+        // A no_std crate from crates.io that the kernels use, compiled into the device image.
+        .dependency(
+            "num-traits",
+            r#"{ version = "0.2", default-features = false }"#,
+        )
+        .build();
 }

@@ -16,12 +16,9 @@ pub mod scans;
 pub mod sgemm_tf32;
 pub mod tensor;
 
-/// `y = a * x + y`, reading and writing 16 bytes (four elements) at a time where `x` and `y`
-/// are aligned alike.
-#[offload::kernel]
-pub fn saxpy(a: f32, x: &[f32], #[wide] y: &mut [f32]) {
-    y.update_mine_wide(x, |y, x| y + a * x);
-}
+// In a file of its own: examples/unreported builds it alone, with panic reporting off.
+mod demo_saxpy;
+pub use demo_saxpy::*;
 
 /// Parameters of the 2D stencil, passed by value.
 #[derive(Clone, Copy, DeviceCopy)]
