@@ -385,6 +385,7 @@ mod tests {
         /// body out) but whose threads meet at a barrier: the launch leaves the plain calls,
         /// puts the output back and runs on the block scheduler.
         #[test]
+        #[cfg_attr(miri, ignore = "Miri cannot switch stacks")]
         fn a_barrier_in_a_kernel_said_independent_moves_the_launch_to_the_scheduler() {
             fn fill_then_sync() {
                 let (ptr, len) = (
