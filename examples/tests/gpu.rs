@@ -85,7 +85,7 @@ fn kernel_panic_is_an_error_and_outputs_are_untouched() {
     };
     let message = common::kernel_panic_is_an_error_and_outputs_are_untouched(&gpu);
     assert!(
-        message.starts_with("panicked at src/kernels.rs:"),
+        message.starts_with("panicked at src/kernels/demo_saxpy.rs:"),
         "{message}"
     );
     assert!(
