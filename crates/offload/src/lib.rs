@@ -117,10 +117,10 @@ pub mod prelude {
         vote_any, warp_id, warp_max, warp_min, warp_reduce, warp_sum,
     };
     pub use offload_kernel::{
-        block_dim, block_idx, block_reduce, dynamic_shared, fence_block, fence_device,
-        fence_system, for_each_mine_wide, global_id, global_threads, grid_dim, grid_stride,
-        sync_threads, thread_idx, tile_starts, Atomic, BlockTiles, DeviceCopy, Dim3, Grid2, Grid3,
-        GridOut2, GridOut3, MineOutputs, Neighbours2, Neighbours3, Reduce, Scattered, SharedSlice,
+        block_dim, block_idx, block_reduce, dynamic_shared, fence_block, fence_device, fence_system,
+        for_each_mine_wide, global_id, global_threads, grid_dim, grid_stride, sync_threads,
+        thread_idx, tile_starts, Atomic, BlockTiles, DeviceCopy, Dim3, Grid2, Grid3, GridOut2,
+        GridOut3, MineOutputs, Neighbours2, Neighbours3, Reduce, Scattered, SharedSlice,
         ThreadSlice, ThreadWindow, Tile, TileStarts, WideElement, WideOutputs, WideSlice, Window2,
         Window3,
     };

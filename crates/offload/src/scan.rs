@@ -148,12 +148,7 @@ mod host {
                     })
                 }
                 Some(tile) => tile,
-                None => {
-                    chunk
-                        * len
-                            .div_ceil(chunk * DEFAULT_MAX_TILES)
-                            .max(DEFAULT_TILE_CHUNKS)
-                }
+                None => chunk * len.div_ceil(chunk * DEFAULT_MAX_TILES).max(DEFAULT_TILE_CHUNKS),
             };
             Ok((block, tile))
         }
