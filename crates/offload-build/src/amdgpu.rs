@@ -175,12 +175,9 @@ pub(crate) fn build(job: &Job<'_>, archs: &[String]) -> (Vec<ImageFile>, Vec<Str
             );
             continue;
         }
-        let built = crate::pass_timing::timed(arch, || {
-            let sysroot = core_cache::sysroot(job.tc, job.cargo, AMDGPU_TARGET, arch)?;
-            Ok::<_, String>(build_arch(job, &amd, arch, &sysroot))
-        });
-        let (image, entries) = match built {
-            Ok(built) => built,
+        let _timer = crate::pass_timing::start(arch);
+        let sysroot = match core_cache::sysroot(job.tc, job.cargo, AMDGPU_TARGET, arch) {
+            Ok(s) => s,
             Err(reason) => {
                 println!(
                     "cargo::warning=offload: no AMD image for {arch}: {}",
@@ -189,6 +186,7 @@ pub(crate) fn build(job: &Job<'_>, archs: &[String]) -> (Vec<ImageFile>, Vec<Str
                 continue;
             }
         };
+        let (image, entries) = build_arch(job, &amd, arch, &sysroot);
         for e in entries {
             if !kernels.contains(&e) {
                 kernels.push(e);

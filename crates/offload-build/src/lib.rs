@@ -717,51 +717,51 @@ fn device_pass(
             build_device_crate(tc, &cargo, &gen, kernels_file, rustflags, &args, target_dir)
         };
     for arch in &archs.cuda {
-        pass_timing::timed(arch, || {
-            let sysroot = cached_core(arch);
-            let rustflags = device_rustflags(
-                arch,
-                &linker,
-                manifest_dir,
-                panic_reporting,
-                fma_contraction,
-                fast_math,
-                sysroot.as_deref(),
-            );
-            // One target dir per architecture: the flags differ, and sharing one would rebuild the
-            // crates each time the architecture alternates.
-            let built = build(
-                &rustflags,
-                &[],
-                &gen.join("target").join(arch),
-                sysroot.as_deref(),
-            );
-            let ptx_bytes = fs::read(&built)
-                .unwrap_or_else(|e| panic!("offload-build: cannot read {}: {e}", built.display()));
-            let ptx = images_dir.join(format!("kernels.{arch}.ptx"));
-            write_if_changed(&ptx, &ptx_bytes);
-            for name in entry_names(&String::from_utf8_lossy(&ptx_bytes)) {
-                if !kernels.contains(&name) {
-                    kernels.push(name);
-                }
+        let _timer = pass_timing::start(arch);
+        let sysroot = cached_core(arch);
+        let rustflags = device_rustflags(
+            arch,
+            &linker,
+            manifest_dir,
+            panic_reporting,
+            fma_contraction,
+            fast_math,
+            sysroot.as_deref(),
+        );
+        // One target dir per architecture: the flags differ, and sharing one would rebuild the
+        // crates each time the architecture alternates.
+        let built = build(
+            &rustflags,
+            &[],
+            &gen.join("target").join(arch),
+            sysroot.as_deref(),
+        );
+        let ptx_bytes = fs::read(&built)
+            .unwrap_or_else(|e| panic!("offload-build: cannot read {}: {e}", built.display()));
+        let ptx = images_dir.join(format!("kernels.{arch}.ptx"));
+        write_if_changed(&ptx, &ptx_bytes);
+        for name in entry_names(&String::from_utf8_lossy(&ptx_bytes)) {
+            if !kernels.contains(&name) {
+                kernels.push(name);
             }
-            if let Some(ptxas) = &ptxas {
-                let cubin = images_dir.join(format!("kernels.{arch}.cubin"));
-                assemble(ptxas, arch, &ptx, &cubin);
-                images.push(ImageFile {
-                    kind: ImageKind::Cubin,
-                    arch: arch.clone(),
-                    path: cubin,
-                });
-            }
+        }
+        if let Some(ptxas) = &ptxas {
+            let cubin = images_dir.join(format!("kernels.{arch}.cubin"));
+            assemble(ptxas, arch, &ptx, &cubin);
             images.push(ImageFile {
-                kind: ImageKind::Ptx,
+                kind: ImageKind::Cubin,
                 arch: arch.clone(),
-                path: ptx,
+                path: cubin,
             });
+        }
+        images.push(ImageFile {
+            kind: ImageKind::Ptx,
+            arch: arch.clone(),
+            path: ptx,
         });
     }
     if flag("OFFLOAD_SPIRV") {
+        let _timer = pass_timing::start("spirv");
         let arch = &archs.cuda[0];
         let sysroot = cached_core(arch);
         let spirv = spirv::SpirvBuild {
@@ -783,7 +783,7 @@ fn device_pass(
                 )
             },
         };
-        match pass_timing::timed("spirv", || spirv::build_image(&spirv, &kernels)) {
+        match spirv::build_image(&spirv, &kernels) {
             Ok(image) => images.push(image),
             Err(reason) => {
                 println!("cargo::warning=offload: no SPIR-V image: {reason}")

@@ -4,13 +4,27 @@
 
 use std::time::Instant;
 
-/// Runs `build`, then prints `offload: device build <what>: <seconds> s`.
-pub(crate) fn timed<R>(what: &str, build: impl FnOnce() -> R) -> R {
-    let started = Instant::now();
-    let result = build();
-    println!(
-        "offload: device build {what}: {:.1} s",
-        started.elapsed().as_secs_f64()
-    );
-    result
+/// Prints `offload: device build <what>: <seconds> s` when dropped, the seconds since
+/// [`start`].
+pub(crate) struct PassTimer<'a> {
+    what: &'a str,
+    started: Instant,
+}
+
+/// Times the image `what` until the returned timer goes out of scope.
+pub(crate) fn start(what: &str) -> PassTimer<'_> {
+    PassTimer {
+        what,
+        started: Instant::now(),
+    }
+}
+
+impl Drop for PassTimer<'_> {
+    fn drop(&mut self) {
+        println!(
+            "offload: device build {}: {:.1} s",
+            self.what,
+            self.started.elapsed().as_secs_f64()
+        );
+    }
 }
