@@ -176,7 +176,7 @@ pub(crate) fn build(job: &Job<'_>, archs: &[String]) -> (Vec<ImageFile>, Vec<Str
             continue;
         }
         let _timer = crate::pass_timing::start(arch);
-        let sysroot = match core_cache::sysroot(job.tc, job.cargo, AMDGPU_TARGET, arch) {
+        let sysroot = match core_cache::sysroot(job.tc, job.cargo, AMDGPU_TARGET, arch, "") {
             Ok(s) => s,
             Err(reason) => {
                 println!(

@@ -42,29 +42,42 @@ fn fnv1a(parts: &[&str]) -> u64 {
     hash
 }
 
-/// The cache directory of one (toolchain, target, cpu): `core/<target>-<cpu>-<hash>`.
-fn entry_dir(root: &Path, tc: &DeviceToolchain, target: &str, cpu: &str) -> PathBuf {
+/// The cache directory of one (toolchain, target, cpu, target features):
+/// `core/<target>-<cpu>-<hash>`.
+fn entry_dir(
+    root: &Path,
+    tc: &DeviceToolchain,
+    target: &str,
+    cpu: &str,
+    features: &str,
+) -> PathBuf {
     let key = fnv1a(&[
         &LAYOUT_VERSION.to_string(),
         &tc.version,
         &tc.rustc.to_string_lossy(),
         target,
         cpu,
+        features,
         PROFILE,
     ]);
     root.join("core").join(format!("{target}-{cpu}-{key:016x}"))
 }
 
-/// A sysroot holding `core` and `compiler_builtins` for `target` and `cpu`, built when missing.
-/// Its path, or why there is none.
+/// A sysroot holding `core` and `compiler_builtins` for `target`, `cpu` and the extra target
+/// `features` (`-Ctarget-feature`, empty for none) of the device build that links it, built when
+/// missing. Its path, or why there is none. The features must be the device build's: LLVM does
+/// not inline a function into one whose features lack some of its own, so a `core` without the
+/// crate's features keeps its panic paths out of line, with their formatting arguments on the
+/// stack of every kernel that can panic (sm_90a's PTX 8.3: up to four times the spills).
 pub fn sysroot(
     tc: &DeviceToolchain,
     cargo: &Path,
     target: &str,
     cpu: &str,
+    features: &str,
 ) -> Result<PathBuf, String> {
     let root = cache_root().ok_or("neither XDG_CACHE_HOME nor HOME is set")?;
-    let dir = entry_dir(&root, tc, target, cpu);
+    let dir = entry_dir(&root, tc, target, cpu, features);
     let sysroot = dir.join("sysroot");
     let libs = sysroot.join("lib/rustlib").join(target).join("lib");
     let complete = sysroot.join("complete");
@@ -85,6 +98,10 @@ pub fn sysroot(
         "#![no_std]\n#[panic_handler]\nfn panic(_: &core::panic::PanicInfo) -> ! {\n    loop {}\n}\n",
     )?;
     let target_dir = dir.join("target");
+    let mut rustflags = format!("-Ctarget-cpu={cpu}");
+    if !features.is_empty() {
+        rustflags.push_str(&format!("\x1f-Ctarget-feature={features}"));
+    }
     let mut cmd = Command::new(cargo);
     child_env::scrub(&mut cmd);
     let out = cmd
@@ -97,7 +114,7 @@ pub fn sysroot(
         .arg(&target_dir)
         .env("RUSTC", &tc.rustc)
         .env("RUSTC_BOOTSTRAP", "1")
-        .env("CARGO_ENCODED_RUSTFLAGS", format!("-Ctarget-cpu={cpu}"))
+        .env("CARGO_ENCODED_RUSTFLAGS", rustflags)
         .output()
         .map_err(|e| format!("cannot run {}: {e}", cargo.display()))?;
     if !out.status.success() {

@@ -696,7 +696,7 @@ fn device_pass(
     // `core` from the user-wide cache, per architecture; without one (no cache directory, say),
     // each device build builds it in its own target dir (`-Zbuild-std`).
     let cached_core = |arch: &str| {
-        core_cache::sysroot(tc, &cargo, NVPTX_TARGET, arch)
+        core_cache::sysroot(tc, &cargo, NVPTX_TARGET, arch, nvptx_features(arch))
             .map_err(|reason| {
                 println!(
                     "cargo::warning=offload: no cached core for {arch} ({}); building it for this \
@@ -899,6 +899,17 @@ fn image_cache_entry(
     }
 }
 
+/// The target features an NVIDIA image of `arch` is built with beyond its CPU's (`core` in the
+/// cache too): PTX 8.3 for sm_90a (sm_90a alone is 8.0), since offload-kernel's bulk tensor
+/// copies fence the tensor maps they read from device memory, an instruction of PTX 8.3.
+fn nvptx_features(arch: &str) -> &'static str {
+    if arch == "sm_90a" {
+        "+ptx83"
+    } else {
+        ""
+    }
+}
+
 /// The device build's flags (`CARGO_ENCODED_RUSTFLAGS`, separated by 0x1f) for one architecture.
 fn device_rustflags(
     arch: &str,
@@ -916,10 +927,9 @@ fn device_rustflags(
         utf8(linker),
         utf8(manifest_dir)
     );
-    if arch == "sm_90a" {
-        // PTX 8.3 (sm_90a alone is 8.0): offload-kernel's bulk tensor copies fence the tensor
-        // maps they read from device memory, an instruction of PTX 8.3.
-        flags.push_str("\x1f-Ctarget-feature=+ptx83");
+    let features = nvptx_features(arch);
+    if !features.is_empty() {
+        flags.push_str(&format!("\x1f-Ctarget-feature={features}"));
     }
     if let Some(sysroot) = sysroot {
         flags.push_str(&format!("\x1f--sysroot={}", utf8(sysroot)));

@@ -4,8 +4,8 @@
 //! - tiled `sgemm` at 4096³ (GFLOP/s) against cuBLAS fp32 without TF32, through torch (`python3`)
 //!   when it is installed.
 //!
-//! Times are the kernel's alone (`LaunchReport::kernel_time`, launch latency included), the best
-//! of several launches. On the host backend the sizes shrink so that it finishes.
+//! Times are the kernel's alone (events around it, `kernel_timing`), the best of several
+//! launches. On the host backend the sizes shrink so that it finishes.
 
 use offload::{Device, Launch};
 use offload_bench_report::{Goal, Measure, Ratio};

@@ -7,7 +7,7 @@
 //! runs. Every result is checked against the CPU loop, bit for bit. `stencil_bench 3d` runs the
 //! 3D stencils alone.
 //!
-//! Times are the kernel's alone (`LaunchReport::kernel_time`), the best of several launches;
+//! Times are the kernel's alone (events around it, `kernel_timing`), the best of several launches;
 //! bandwidth counts one read and one write of every point.
 
 use offload::{Device, Launch};

@@ -9,8 +9,8 @@
 //! - on a GPU, `gemm_bf16_wgmma` (sm_90a, no bias or activation) the same way at 8192³, 4096³
 //!   and 4096 × 4096 × 1000.
 //!
-//! Times are the kernels' own (`LaunchReport::kernel_time`), the best of 5 launches in a data
-//! region; torch's the best of 20 CUDA-event timings. On the host backend the sizes shrink.
+//! Times are the kernels' own (events around each, `kernel_timing`), the best of 5 launches in a
+//! data region; torch's the best of 20 CUDA-event timings. On the host backend the sizes shrink.
 //! Arguments: `tensor_bench [SGEMM_SIZE [BF16_SIZE [DGEMM_SIZE]]]`; `TENSOR_BENCH_ONLY=dgemm`
 //! or `=wgmma` runs that part alone, `DGEMM_STAGES=4,6` times the DGEMM with those
 //! shared-memory stages (default: `DGEMM_SHARED_BYTES`).

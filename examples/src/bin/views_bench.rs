@@ -4,7 +4,7 @@
 //! (tiles, plain shared memory) to tell the two costs apart; all checked against the CPU, and a
 //! device-to-device memcpy of the same bytes measured in the same run.
 //!
-//! Times are the kernel's alone (`LaunchReport::kernel_time`), the best of several launches.
+//! Times are the kernel's alone (events around it, `kernel_timing`), the best of several launches.
 
 use offload::{Device, Launch};
 use offload_bench_report::{Goal, Measure, Ratio};

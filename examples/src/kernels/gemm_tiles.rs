@@ -163,48 +163,58 @@ pub(super) fn wait_all_groups_but(pending: usize) {
 }
 
 /// The k loop over `slices` slices of one output tile, software-pipelined over `stages` (1..=4)
-/// shared-memory stages: `stage(s, slice)` starts copying slice `slice` into stage `s` (see
-/// [`stage_tile`]); `compute(s)` multiplies the slice in stage `s`, once the block's copies have
+/// shared-memory stages: `|s, slice| stage` starts copying slice `slice` into stage `s` (see
+/// [`stage_tile`]); `|s| compute` multiplies the slice in stage `s`, once the block's copies have
 /// landed. With `stages - 1` slices copied ahead, each copy overlaps the multiplication of the
 /// slices before it (with one stage, each copy is waited for at once). Ends with a barrier, so
-/// the stages may be refilled for the next tile. (Each closure has one call site, so that the
-/// compiler inlines it: the accumulators must stay in registers.)
-#[inline(always)]
-pub(super) fn pipelined(
-    slices: usize,
-    stages: usize,
-    mut stage: impl FnMut(usize, usize),
-    mut compute: impl FnMut(usize),
-) {
-    let ahead = stages - 1;
-    let next_stage = |s: usize| if s + 1 == stages { 0 } else { s + 1 };
-    let (mut read, mut write) = (0, 0);
-    // Step `step` copies slice `step` and, from step `ahead` on, multiplies slice `step - ahead`.
-    for step in 0..slices + ahead {
-        let multiply = step >= ahead;
-        if multiply && ahead > 0 {
-            // This thread's copies of the slice to multiply have landed (the `ahead - 1` newer
-            // groups may still be in flight); after the barrier, everyone's have, and nobody
-            // still reads stage `write` (its slice was multiplied in the previous step).
-            wait_all_groups_but(stages - 2);
-            sync_threads();
-        }
-        if step < slices {
-            stage(write, step);
-            write = next_stage(write);
-        }
-        commit_async_copies();
-        if multiply {
-            if ahead == 0 {
-                wait_async_copies::<0>();
+/// the stages may be refilled for the next tile.
+///
+/// A macro, so that both bodies are written into the caller's loop (a sibling module of this
+/// one, with offload's prelude in scope): as closures passed to a function, LLVM's loop
+/// unswitching (on the one-stage case) duplicated the call of a closure too large to inline
+/// twice, and the accumulators it updates went to local memory.
+macro_rules! pipelined {
+    (
+        $slices:expr,
+        $stages:expr,
+        |$ws:ident, $slice:ident| $stage:block,
+        |$rs:ident| $compute:block
+    ) => {{
+        let (slices, stages): (usize, usize) = ($slices, $stages);
+        let ahead = stages - 1;
+        let next_stage = |s: usize| if s + 1 == stages { 0 } else { s + 1 };
+        let (mut read, mut write) = (0, 0);
+        // Step `step` copies slice `step` and, from step `ahead` on, multiplies slice
+        // `step - ahead`.
+        for step in 0..slices + ahead {
+            let multiply = step >= ahead;
+            if multiply && ahead > 0 {
+                // This thread's copies of the slice to multiply have landed (the `ahead - 1`
+                // newer groups may still be in flight); after the barrier, everyone's have, and
+                // nobody still reads stage `write` (its slice was multiplied in the previous step).
+                super::gemm_tiles::wait_all_groups_but(stages - 2);
                 sync_threads();
             }
-            compute(read);
-            read = next_stage(read);
-            if ahead == 0 {
-                sync_threads();
+            if step < slices {
+                let ($ws, $slice) = (write, step);
+                $stage
+                write = next_stage(write);
+            }
+            commit_async_copies();
+            if multiply {
+                if ahead == 0 {
+                    wait_async_copies::<0>();
+                    sync_threads();
+                }
+                let $rs = read;
+                $compute
+                read = next_stage(read);
+                if ahead == 0 {
+                    sync_threads();
+                }
             }
         }
-    }
-    sync_threads();
+        sync_threads();
+    }};
 }
+pub(super) use pipelined;

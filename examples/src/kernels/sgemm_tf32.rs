@@ -62,77 +62,82 @@ pub fn sgemm_tf32x3(dims: MatDims, a: &[f32], b: &[f32], c: &mut [f32]) {
     while tile < tiles_m * tiles_n {
         let (tm, tn) = grouped_tile(tile, tiles_m, tiles_n);
         let (row0, col0) = (tm * BM, tn * BN);
-        let stage = |s: usize, slice: usize| {
-            // SAFETY: (both stagings) `pipelined` reads stage s only after the wait and barrier
-            // that follow, and refills it only after a barrier that every reader of it has passed.
-            unsafe {
-                stage_tile::<f32, 256>(
-                    smem,
-                    |r, ch| a_at(s, r, 4 * ch),
-                    &am,
-                    (row0, slice * BK),
-                    (BM, BK / 4),
-                    aligned,
-                    0.0,
-                );
-                stage_tile::<f32, 256>(
-                    smem,
-                    |r, ch| b_at(s, r, 4 * ch),
-                    &bm,
-                    (slice * BK, col0),
-                    (BK, BN / 4),
-                    aligned,
-                    0.0,
-                );
-            }
-        };
         let mut acc = [[Acc16x8::ZERO; 4]; 4];
-        pipelined(slices, stages, stage, |s| {
-            // Stage s was copied (wait and barrier in `pipelined`) and is not written until every
-            // warp has passed the next barrier; the whole warp runs the fragment loads.
-            let zero_b = m16n8k8::B::from_array([0.0; 2]);
-            let mut fb = [[(zero_b, zero_b); 4]; 4];
-            unroll!(ks in [0, 1, 2, 3] {
-                unroll!(j in [0, 1, 2, 3] {
-                    fb[ks][j] = m16n8k8::B::split(m16n8k8::B::gather(|kk, nn| {
-                        // SAFETY: stage s as said above; in bounds without a check: s < stages,
-                        // and `stages_in` checked that `stages` whole stages fit in `smem`.
-                        unsafe { smem.as_ptr().add(b_at(s, 8 * ks + kk, wc + 8 * j + nn)).read() }
-                    }));
-                });
-            });
-            unroll!(i in [0, 1, 2, 3] {
-                let zero_a = m16n8k8::A::from_array([0.0; 4]);
-                let mut fa = [(zero_a, zero_a); 4];
+        pipelined!(
+            slices,
+            stages,
+            |s, slice| {
+                // SAFETY: (both stagings) `pipelined` reads stage s only after the wait and
+                // barrier that follow, and refills it only after a barrier that every reader of
+                // it has passed.
+                unsafe {
+                    stage_tile::<f32, 256>(
+                        smem,
+                        |r, ch| a_at(s, r, 4 * ch),
+                        &am,
+                        (row0, slice * BK),
+                        (BM, BK / 4),
+                        aligned,
+                        0.0,
+                    );
+                    stage_tile::<f32, 256>(
+                        smem,
+                        |r, ch| b_at(s, r, 4 * ch),
+                        &bm,
+                        (slice * BK, col0),
+                        (BK, BN / 4),
+                        aligned,
+                        0.0,
+                    );
+                }
+            },
+            |s| {
+                // Stage s was copied (wait and barrier in `pipelined`) and is not written until
+                // every warp has passed the next barrier; the whole warp runs the fragment loads.
+                let zero_b = m16n8k8::B::from_array([0.0; 2]);
+                let mut fb = [[(zero_b, zero_b); 4]; 4];
                 unroll!(ks in [0, 1, 2, 3] {
-                    // SAFETY: stage s as said above.
-                    fa[ks] = m16n8k8::A::split(unsafe {
-                        m16n8k8::A::load_shared_f32(smem, |r, h| {
-                            a_at(s, wr + 16 * i + r, 8 * ks + 4 * h)
-                        })
+                    unroll!(j in [0, 1, 2, 3] {
+                        fb[ks][j] = m16n8k8::B::split(m16n8k8::B::gather(|kk, nn| {
+                            // SAFETY: stage s as said above; in bounds without a check: s < stages,
+                            // and `stages_in` checked that `stages` whole stages fit in `smem`.
+                            unsafe { smem.as_ptr().add(b_at(s, 8 * ks + kk, wc + 8 * j + nn)).read() }
+                        }));
                     });
                 });
-                // The slice's 32 products summed on the tensor cores (four independent sums
-                // side by side, so that consecutive mma do not wait for each other), then added
-                // in f32.
-                let mut t = [Acc16x8::ZERO; 4];
-                unroll!(ks in [0, 1, 2, 3] {
-                    let (a_big, a_small) = &fa[ks];
-                    unroll!(j in [0, 1, 2, 3] {
-                        t[j] = m16n8k8::mma(a_small, &fb[ks][j].0, t[j]);
+                unroll!(i in [0, 1, 2, 3] {
+                    let zero_a = m16n8k8::A::from_array([0.0; 4]);
+                    let mut fa = [(zero_a, zero_a); 4];
+                    unroll!(ks in [0, 1, 2, 3] {
+                        // SAFETY: stage s as said above.
+                        fa[ks] = m16n8k8::A::split(unsafe {
+                            m16n8k8::A::load_shared_f32(smem, |r, h| {
+                                a_at(s, wr + 16 * i + r, 8 * ks + 4 * h)
+                            })
+                        });
+                    });
+                    // The slice's 32 products summed on the tensor cores (four independent sums
+                    // side by side, so that consecutive mma do not wait for each other), then added
+                    // in f32.
+                    let mut t = [Acc16x8::ZERO; 4];
+                    unroll!(ks in [0, 1, 2, 3] {
+                        let (a_big, a_small) = &fa[ks];
+                        unroll!(j in [0, 1, 2, 3] {
+                            t[j] = m16n8k8::mma(a_small, &fb[ks][j].0, t[j]);
+                        });
+                        unroll!(j in [0, 1, 2, 3] {
+                            t[j] = m16n8k8::mma(a_big, &fb[ks][j].1, t[j]);
+                        });
+                        unroll!(j in [0, 1, 2, 3] {
+                            t[j] = m16n8k8::mma(a_big, &fb[ks][j].0, t[j]);
+                        });
                     });
                     unroll!(j in [0, 1, 2, 3] {
-                        t[j] = m16n8k8::mma(a_big, &fb[ks][j].1, t[j]);
-                    });
-                    unroll!(j in [0, 1, 2, 3] {
-                        t[j] = m16n8k8::mma(a_big, &fb[ks][j].0, t[j]);
+                        acc[i][j] = acc[i][j].add(t[j]);
                     });
                 });
-                unroll!(j in [0, 1, 2, 3] {
-                    acc[i][j] = acc[i][j].add(t[j]);
-                });
-            });
-        });
+            }
+        );
         unroll!(i in [0, 1, 2, 3] {
             unroll!(j in [0, 1, 2, 3] {
                 unroll!(half in [0, 1] {
