@@ -28,14 +28,22 @@ pub fn last_kernel_time() -> Duration {
     report.device_time.unwrap_or(report.kernel_time)
 }
 
-/// The shortest kernel time ([`last_kernel_time`], events on while it runs) over `repeats`
-/// calls of `launch`, each one plain launch, after `WARM_UP` of them.
+/// `work`'s result with `offload::measure_device_time` on while it runs (off again after), so
+/// that [`last_kernel_time`] reads events.
+pub fn with_device_time<T>(work: impl FnOnce() -> offload::Result<T>) -> offload::Result<T> {
+    offload::measure_device_time(true);
+    let result = work();
+    offload::measure_device_time(false);
+    result
+}
+
+/// The shortest kernel time ([`last_kernel_time`], with events) over `repeats` calls of
+/// `launch`, each one plain launch, after `WARM_UP` of them.
 pub fn best_kernel_time(
     repeats: usize,
     mut launch: impl FnMut() -> offload::Result<()>,
 ) -> offload::Result<Duration> {
-    offload::measure_device_time(true);
-    let best = (|| {
+    with_device_time(|| {
         warm_up(&mut launch)?;
         let mut best = Duration::MAX;
         for _ in 0..repeats {
@@ -43,7 +51,5 @@ pub fn best_kernel_time(
             best = best.min(last_kernel_time());
         }
         Ok(best)
-    })();
-    offload::measure_device_time(false);
-    best
+    })
 }

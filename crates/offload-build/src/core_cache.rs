@@ -98,10 +98,6 @@ pub fn sysroot(
         "#![no_std]\n#[panic_handler]\nfn panic(_: &core::panic::PanicInfo) -> ! {\n    loop {}\n}\n",
     )?;
     let target_dir = dir.join("target");
-    let mut rustflags = format!("-Ctarget-cpu={cpu}");
-    if !features.is_empty() {
-        rustflags.push_str(&format!("\x1f-Ctarget-feature={features}"));
-    }
     let mut cmd = Command::new(cargo);
     child_env::scrub(&mut cmd);
     let out = cmd
@@ -114,7 +110,7 @@ pub fn sysroot(
         .arg(&target_dir)
         .env("RUSTC", &tc.rustc)
         .env("RUSTC_BOOTSTRAP", "1")
-        .env("CARGO_ENCODED_RUSTFLAGS", rustflags)
+        .env("CARGO_ENCODED_RUSTFLAGS", codegen_flags(cpu, features))
         .output()
         .map_err(|e| format!("cannot run {}: {e}", cargo.display()))?;
     if !out.status.success() {
@@ -161,6 +157,16 @@ pub fn sysroot(
     }
     debug_assert!(libs.is_dir());
     Ok(sysroot)
+}
+
+/// The flags (separated by 0x1f) that choose a device build's code: its target CPU and extra
+/// target `features` (empty for none). `core` and the device crate that links it take the same.
+pub fn codegen_flags(cpu: &str, features: &str) -> String {
+    let mut flags = format!("-Ctarget-cpu={cpu}");
+    if !features.is_empty() {
+        flags.push_str(&format!("\x1f-Ctarget-feature={features}"));
+    }
+    flags
 }
 
 fn write(path: &Path, contents: &str) -> Result<(), String> {

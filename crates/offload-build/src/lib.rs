@@ -923,14 +923,11 @@ fn device_rustflags(
     // Panic locations name files relative to the package (`src/kernels.rs`), not by the build
     // machine's absolute paths: shorter in the image and in kernel panic errors.
     let mut flags = format!(
-        "-Ctarget-cpu={arch}\x1f-Clinker={}\x1f--remap-path-prefix={}/=",
+        "{}\x1f-Clinker={}\x1f--remap-path-prefix={}/=",
+        core_cache::codegen_flags(arch, nvptx_features(arch)),
         utf8(linker),
         utf8(manifest_dir)
     );
-    let features = nvptx_features(arch);
-    if !features.is_empty() {
-        flags.push_str(&format!("\x1f-Ctarget-feature={features}"));
-    }
     if let Some(sysroot) = sysroot {
         flags.push_str(&format!("\x1f--sysroot={}", utf8(sysroot)));
     }

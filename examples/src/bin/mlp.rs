@@ -16,7 +16,7 @@
 //! host backend).
 
 use offload::half::bf16;
-use offload_examples::kernel_timing::{last_kernel_time, warm_up};
+use offload_examples::kernel_timing::{last_kernel_time, warm_up, with_device_time};
 use offload_examples::kernels::gemm_bf16::{gemm_bf16, ACT_GELU, ACT_NONE};
 use offload_examples::kernels::gemm_wgmma::{gemm_bf16_wgmma, gemm_wgmma_blocks};
 use offload_examples::kernels::tensor::MatDims;
@@ -158,8 +158,7 @@ fn forward_passes(
             }
         };
         // Each kernel timed by events, as torch times its forward pass.
-        offload::measure_device_time(true);
-        let best = (|| {
+        with_device_time(|| {
             warm_up(|| pass().map(drop))?;
             let mut best = [Duration::MAX; 3];
             for _ in 0..5 {
@@ -169,9 +168,7 @@ fn forward_passes(
                 }
             }
             Ok(best)
-        })();
-        offload::measure_device_time(false);
-        best
+        })
     })
 }
 
